@@ -1,0 +1,100 @@
+"""Compile a chapter's kernel with torch's cpp_extension (ninja) and load its ops.
+
+Each stage's `.cu` is standalone CUDA (no torch headers); the torch op around it
+is a small binding from kernelbook/csrc compiled beside it. Builds are cached
+under ~/.cache/kernelbook (or $KERNELBOOK_CACHE) by a hash of every input, so a
+notebook, a test and `kernelbook run` share one build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import toolchain
+from .stages import Stage, get_stage
+
+CSRC = Path(__file__).parent / "csrc"
+_loaded: dict[str, object] = {}
+
+
+class BuildError(RuntimeError):
+    """A stage could not be built; the message says what is missing."""
+
+
+def cache_dir() -> Path:
+    root = Path(os.environ.get("KERNELBOOK_CACHE", Path.home() / ".cache" / "kernelbook"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _digest(paths: list[Path], extra: str) -> str:
+    h = hashlib.sha256(extra.encode())
+    for p in paths:
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:10]
+
+
+def _remove_stale_lock(build_dir: Path, max_age_s: float = 600.0) -> None:
+    # torch's builder waits forever on a lock file left by a killed build.
+    lock = build_dir / "lock"
+    if lock.exists() and time.time() - lock.stat().st_mtime > max_age_s:
+        lock.unlink(missing_ok=True)
+
+
+def _build(tag: str, sources: list[Path], launcher: str, cuda: bool, verbose: bool) -> object:
+    """Compile `sources` into a library registering ops under a unique namespace."""
+    import torch
+
+    if cuda:
+        ok, why = toolchain.can_build_cuda()
+        if not ok:
+            raise BuildError(f"cannot build {tag}: {why}. `kernelbook doctor` says what to install.")
+    toolchain.configure()
+    from torch.utils.cpp_extension import load
+
+    arch = os.environ.get("TORCH_CUDA_ARCH_LIST", "")
+    inputs = [*sources, CSRC / "checks.h"]
+    name = f"kb{tag}_{_digest(inputs, f'{torch.__version__}|{arch}|{launcher}')}"
+    if name in _loaded:
+        return _loaded[name]
+    build_dir = cache_dir() / name
+    build_dir.mkdir(parents=True, exist_ok=True)
+    _remove_stale_lock(build_dir)
+    fresh = not any(build_dir.glob("*.so"))
+    if fresh:
+        print(f"compiling {tag} (first time takes about {20 if cuda else 10} s on 2 cores) ...",
+              file=sys.stdout, flush=True)
+    defines = [f"-DKERNELBOOK_NS={name}"] + ([f"-DKERNELBOOK_LAUNCHER={launcher}"] if launcher else [])
+    start = time.time()
+    try:
+        load(name=name, sources=[str(s) for s in sources], build_directory=str(build_dir),
+             extra_include_paths=[str(CSRC)], extra_cflags=["-O2", *defines],
+             extra_cuda_cflags=["-O3", "-lineinfo"] if cuda else None,
+             is_python_module=False, verbose=verbose)
+    except Exception as exc:  # compiler output is already on stdout/stderr
+        raise BuildError(f"building {tag} failed: {exc}") from exc
+    if fresh:
+        print(f"compiled {tag} in {time.time() - start:.0f} s", flush=True)
+    ops = getattr(torch.ops, name)
+    _loaded[name] = ops
+    return ops
+
+
+def load_stage(chapter: str | int | Stage, verbose: bool = False):
+    """Build (once) and load a chapter's kernel; returns its op namespace.
+
+    >>> ch02 = load_stage("02")
+    >>> y = ch02.rms_norm(x, weight, 1e-6)          # or ch02.rms_norm_out(x, weight, 1e-6, out)
+    """
+    stage = chapter if isinstance(chapter, Stage) else get_stage(chapter)
+    return _build(stage.folder, [stage.path, CSRC / stage.binding], stage.launcher, stage.is_cuda, verbose)
+
+
+def load_copy(verbose: bool = False):
+    """The speed-of-light copy kernel: `load_copy().copy(src, dst)`."""
+    return _build("copy", [CSRC / "copy.cu", CSRC / "copy_binding.cpp"], "", True, verbose)

@@ -1,0 +1,54 @@
+// Input validation shared by kernelbook's torch bindings. Every check raises a
+// Python exception (ValueError / TypeError) before anything is launched.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
+#include <cmath>
+#include <cstdint>
+
+namespace kernelbook {
+
+inline void check_float32(const at::Tensor& t, const char* name) {
+  TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat, name, " must be float32, got ", t.scalar_type());
+}
+
+inline void check_device(const at::Tensor& t, const char* name, const at::Tensor& like) {
+  TORCH_CHECK_VALUE(t.device() == like.device(), name, " is on ", t.device(), " but x is on ",
+                    like.device(), "; move both to the same device");
+}
+
+inline void check_contiguous(const at::Tensor& t, const char* name) {
+  TORCH_CHECK_VALUE(t.is_contiguous(), name, " must be contiguous (sizes ", t.sizes(), ", strides ",
+                    t.strides(), "); call .contiguous() first");
+  TORCH_CHECK_VALUE(reinterpret_cast<std::uintptr_t>(t.data_ptr()) % t.element_size() == 0,
+                    name, " is not aligned to its element size");
+}
+
+// A per-column parameter (weight, bias): 1-D, one value per column of x.
+inline void check_param(const at::Tensor& p, const char* name, const at::Tensor& x) {
+  check_float32(p, name);
+  check_device(p, name, x);
+  TORCH_CHECK_VALUE(p.dim() == 1 && p.size(0) == x.size(-1), name, " must have shape (",
+                    x.size(-1), ",) to match x's last dimension, got ", p.sizes());
+  check_contiguous(p, name);
+}
+
+inline void check_eps(double eps) {
+  TORCH_CHECK_VALUE(std::isfinite(eps) && eps > 0.0, "eps must be a positive finite number, got ", eps);
+}
+
+inline void check_rows(const at::Tensor& x) {
+  TORCH_CHECK_VALUE(x.dim() >= 1, "x must have at least one dimension (rows are over the last one), got a scalar");
+}
+
+// `out` receives the result: same shape, dtype and device as x, contiguous, no shared memory with x.
+inline void check_out(const at::Tensor& out, const at::Tensor& x) {
+  check_float32(out, "out");
+  check_device(out, "out", x);
+  TORCH_CHECK_VALUE(out.sizes() == x.sizes(), "out must have x's shape ", x.sizes(), ", got ", out.sizes());
+  check_contiguous(out, "out");
+  TORCH_CHECK_VALUE(!out.storage().is_alias_of(x.storage()), "out must not share memory with x");
+}
+
+}  // namespace kernelbook

@@ -1,0 +1,51 @@
+// Torch binding for the fp32 RMSNorm stages (chapters 02-05). The stage's .cu
+// file stays free of torch headers and builds in about a second; this file is
+// compiled beside it. kernelbook.build defines
+//   KERNELBOOK_LAUNCHER  the stage's launcher, e.g. rmsnorm_naive_forward
+//   KERNELBOOK_NS        a unique op namespace, e.g. kb02_1a2b3c4d
+// and the ops appear as torch.ops.<KERNELBOOK_NS>.rms_norm / rms_norm_out.
+#include <ATen/ops/empty_like.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime.h>
+#include <torch/library.h>
+
+#include "checks.h"
+
+cudaError_t KERNELBOOK_LAUNCHER(const float* x, const float* weight, float* y, int64_t rows,
+                                int64_t cols, float eps, cudaStream_t stream);
+
+namespace {
+
+at::Tensor& rms_norm_out(const at::Tensor& x, const at::Tensor& weight, double eps, at::Tensor& out) {
+  using namespace kernelbook;
+  check_rows(x);
+  check_float32(x, "x");
+  TORCH_CHECK_VALUE(x.is_cuda(), "x must be a CUDA tensor, got device ", x.device());
+  check_contiguous(x, "x");
+  check_param(weight, "weight", x);
+  check_out(out, x);
+  check_eps(eps);
+  const int64_t cols = x.size(-1);
+  if (x.numel() == 0) return out;
+  c10::cuda::CUDAGuard guard(x.device());
+  const cudaError_t err = KERNELBOOK_LAUNCHER(
+      x.data_ptr<float>(), weight.data_ptr<float>(), out.data_ptr<float>(), x.numel() / cols, cols,
+      static_cast<float>(eps), c10::cuda::getCurrentCUDAStream().stream());
+  TORCH_CHECK(err == cudaSuccess, "RMSNorm launch failed: ", cudaGetErrorString(err));
+  return out;
+}
+
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  at::Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);
+  rms_norm_out(x, weight, eps, out);
+  return out;
+}
+
+}  // namespace
+
+#define KERNELBOOK_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)  // expands KERNELBOOK_NS first
+KERNELBOOK_LIBRARY(KERNELBOOK_NS, m) {
+  m.def("rms_norm(Tensor x, Tensor weight, float eps) -> Tensor", &rms_norm);
+  m.def("rms_norm_out(Tensor x, Tensor weight, float eps, Tensor(a!) out) -> Tensor(a!)", &rms_norm_out);
+}
