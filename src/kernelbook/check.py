@@ -1,0 +1,102 @@
+"""Correctness checks: tolerances per dtype, NaN-poisoned outputs, the standard shapes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from . import reference
+
+# |out - ref| <= atol + rtol * |ref|, elementwise, against the float64 reference.
+# fp32: outputs are rounded once (6e-8 relative); the fp32 sums add a few 1e-7 and
+# rsqrtf 2 ulp; a sequential CPU sum over 65k values stays under 1e-5.
+TOLERANCES = {
+    torch.float32: (1e-5, 2e-5),
+    torch.float16: (1e-3, 2e-3),
+    torch.bfloat16: (8e-3, 1.6e-2),
+}
+
+# Row counts 0, 1 and > 65,535 (the grid's y/z limit); row lengths of 1, odd
+# sizes, powers of two and their neighbours, rows longer than any register or
+# shared-memory cache; one 3-D input.
+STANDARD_SHAPES = [
+    (0, 128), (128, 0), (1, 1), (1, 2), (3, 3), (2, 5), (4, 31), (3, 33), (5, 127),
+    (2, 1000), (7, 1024), (3, 1025), (2, 4096), (2, 4099), (3, 8192), (1, 12289),
+    (2, 16384), (1, 16387), (1, 30000), (1, 65537), (70000, 8), (2, 3, 100),
+]
+
+EPS = 1e-6
+
+
+def tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    if dtype not in TOLERANCES:
+        raise ValueError(f"no tolerance defined for {dtype}")
+    return TOLERANCES[dtype]
+
+
+def random_rmsnorm_inputs(shape, dtype=torch.float32, device="cpu", generator=None):
+    """Fresh inputs: x ~ N(0, s^2) with a per-row scale s in [0.1, 10] and a small
+    offset, weight ~ U(0.5, 1.5). Never zeros: zeros hide unwritten outputs."""
+    shape = tuple(shape)
+    x = torch.randn(shape, dtype=torch.float32, device=device, generator=generator)
+    if x.numel():
+        rows_shape = shape[:-1] + (1,)
+        scale = 10 ** (torch.rand(rows_shape, device=device, generator=generator) * 2 - 1)
+        x = x * scale + 0.1 * scale
+    weight = torch.rand(shape[-1], dtype=torch.float32, device=device, generator=generator) + 0.5
+    return x.to(dtype), weight.to(dtype)
+
+
+def poisoned_like(t: torch.Tensor) -> torch.Tensor:
+    """An output buffer full of NaN: any element the kernel does not write fails."""
+    return torch.full_like(t, float("nan"), memory_format=torch.contiguous_format)
+
+
+@dataclass
+class CheckResult:
+    shape: tuple
+    max_abs_err: float
+    max_rel_err: float  # max |out - ref| / max |ref|, the norm-style summary
+
+    def row(self) -> str:
+        return f"{str(self.shape):>16}  max|err| {self.max_abs_err:.2e}  rel {self.max_rel_err:.2e}"
+
+
+def assert_close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, what: str = "output") -> CheckResult:
+    """Raise AssertionError unless every element is finite and within tolerance."""
+    assert out.shape == ref.shape, f"{what}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}"
+    if out.numel() == 0:
+        return CheckResult(tuple(out.shape), 0.0, 0.0)
+    out64 = out.double()
+    ref64 = ref.to(out64.device)
+    bad = ~torch.isfinite(out64)
+    if bad.any():
+        idx = bad.nonzero()[0].tolist()
+        raise AssertionError(f"{what}: {int(bad.sum())} non-finite values (unwritten or overflowed), "
+                             f"first at {idx} of shape {tuple(out.shape)}")
+    atol, rtol = tolerance(dtype)
+    err = (out64 - ref64).abs()
+    limit = atol + rtol * ref64.abs()
+    if (err > limit).any():
+        idx = (err - limit).argmax()
+        pos = list(torch.unravel_index(idx, out.shape))
+        raise AssertionError(f"{what}: max |err| {err.max().item():.3e} exceeds atol {atol} + rtol {rtol}*|ref| "
+                             f"at {[int(p) for p in pos]} (out {out64.flatten()[idx].item():.6g}, "
+                             f"ref {ref64.flatten()[idx].item():.6g}), shape {tuple(out.shape)}")
+    scale = ref64.abs().max().item() or 1.0
+    return CheckResult(tuple(out.shape), err.max().item(), err.max().item() / scale)
+
+
+def verify_rms_norm(ops, shapes=STANDARD_SHAPES, device="cuda", dtype=torch.float32, eps=EPS) -> list[CheckResult]:
+    """Run a stage's rms_norm_out into poisoned buffers on fresh random inputs and
+    assert against float64 for every shape. Returns one CheckResult per shape."""
+    results = []
+    for shape in shapes:
+        x, weight = random_rmsnorm_inputs(shape, dtype, device)
+        if hasattr(ops, "rms_norm_out"):
+            out = ops.rms_norm_out(x, weight, eps, poisoned_like(x))
+        else:  # chapter 01 returns a fresh tensor
+            out = ops.rms_norm(x, weight, eps)
+        results.append(assert_close(out, reference.rms_norm(x, weight, eps), dtype, f"rms_norm {tuple(shape)}"))
+    return results

@@ -1,0 +1,38 @@
+"""float64 references with explicit semantics: the ground truth for every stage.
+
+Inputs of any float dtype are upcast to float64 first; the result is float64, so
+callers compare a kernel's output against it with the tolerance for the kernel's
+dtype (see kernelbook.check).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """y = x / sqrt(mean(x^2 over the last dim) + eps) * weight."""
+    x64 = x.double()
+    inv_rms = torch.rsqrt(x64.square().mean(dim=-1, keepdim=True) + eps)
+    return x64 * inv_rms * weight.double()
+
+
+def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> torch.Tensor:
+    """y = (x - mean) / sqrt(var + eps) * weight + bias, biased variance over the last dim."""
+    x64 = x.double()
+    mean = x64.mean(dim=-1, keepdim=True)
+    var = (x64 - mean).square().mean(dim=-1, keepdim=True)
+    return (x64 - mean) * torch.rsqrt(var + eps) * weight.double() + bias.double()
+
+
+def gelu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """GELU: exact (erf) form, or the tanh approximation with approximate='tanh'."""
+    x64 = x.double()
+    if approximate == "none":
+        return 0.5 * x64 * (1.0 + torch.erf(x64 / math.sqrt(2.0)))
+    if approximate == "tanh":
+        inner = math.sqrt(2.0 / math.pi) * (x64 + 0.044715 * x64.pow(3))
+        return 0.5 * x64 * (1.0 + torch.tanh(inner))
+    raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
