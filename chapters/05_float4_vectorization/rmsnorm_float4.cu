@@ -15,11 +15,12 @@
 //     then starts 16-byte aligned). Slots past the row's end are bounds-checked.
 //   * scalar path: anything else (odd row lengths, a tensor starting at an odd
 //     offset). Same kernel with 4-byte accesses; still one read of x.
-//   * streaming fallback: rows longer than 256 threads x 16 float4 = 16,384
-//     floats (8,192 on the scalar path) do not fit in registers; x is then read
-//     twice (float4 when aligned).
-// Block size: up to 256 threads, fewer for short rows so each thread keeps about
-// four vectors in flight (a 1,024-float row uses 64 threads x 4 float4).
+//   * streaming fallback: rows longer than 512 threads x 16 float4 = 32,768
+//     floats (16,384 on the scalar path) do not fit in registers; x is then
+//     read twice (float4 when aligned).
+// Block size: up to 512 threads, fewer for short rows, so each thread keeps
+// about four vectors in flight (a 1,024-float row: 64 threads x 4 float4; a
+// 16,384-float row: 512 threads x 8 float4, 64 registers, two blocks per SM).
 //
 // Works for any number of rows (0, 1, more than 65,535) and any row length >= 1;
 // offsets are 64-bit. x, weight and y must be contiguous; y must not alias x.
@@ -32,7 +33,7 @@
 
 namespace {
 
-constexpr int kMaxThreads = 256;
+constexpr int kMaxThreads = 512;
 constexpr int kMaxWarps = kMaxThreads / 32;
 
 template <int VEC> struct Vec;
@@ -63,7 +64,7 @@ __device__ __forceinline__ float block_sum(float v, float (*slots)[kMaxWarps], i
 }
 
 // The row lives in registers: VPT vectors of VEC floats per thread. Rows that
-// take this path are short (<= 16,384 floats), so in-row indices are 32-bit.
+// take this path are short (<= 32,768 floats), so in-row indices are 32-bit.
 template <int VEC, int VPT>
 __global__ void __launch_bounds__(kMaxThreads)
 rmsnorm_registers_kernel(const float* __restrict__ x, const float* __restrict__ weight,
@@ -122,7 +123,7 @@ template <int VEC>
 cudaError_t launch(const float* x, const float* weight, float* y, int64_t rows, int64_t cols,
                    float eps, cudaStream_t stream) {
   const int64_t nvec = cols / VEC;
-  // About four vectors per thread: fewer threads for short rows, 256 at most.
+  // About four vectors per thread: fewer threads for short rows, 512 at most.
   int threads = 32;
   while (threads < kMaxThreads && threads * 4 < nvec) threads *= 2;
   int vpt = 1;  // vectors per thread, a power of two

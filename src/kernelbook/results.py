@@ -52,6 +52,7 @@ def environment() -> dict:
             "capability": f"{props.major}.{props.minor}",
             "memory_gib": round(props.total_memory / 2**30, 1),
             "l2_mib": round(getattr(props, "L2_cache_size", 0) / 2**20, 1),
+            "smem_per_block_optin": int(getattr(props, "shared_memory_per_block_optin", 0)),
         })
         from .toolchain import _driver_version
 

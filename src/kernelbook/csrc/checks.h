@@ -6,21 +6,38 @@
 #include <c10/util/Exception.h>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 namespace kernelbook {
 
+// Numbers are formatted here rather than streamed into the message: with some
+// compiler / torch-wheel pairings, streaming an integer from an extension into
+// c10's ostringstream crashed (seen with torch 2.11 and the system g++).
+inline std::string fmt(int64_t v) { return std::to_string(v); }
+inline std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+inline std::string fmt(at::IntArrayRef sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
 inline void check_float32(const at::Tensor& t, const char* name) {
-  TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat, name, " must be float32, got ", t.scalar_type());
+  TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat, name, " must be float32, got ", c10::toString(t.scalar_type()));
 }
 
 inline void check_device(const at::Tensor& t, const char* name, const at::Tensor& like) {
-  TORCH_CHECK_VALUE(t.device() == like.device(), name, " is on ", t.device(), " but x is on ",
-                    like.device(), "; move both to the same device");
+  TORCH_CHECK_VALUE(t.device() == like.device(), name, " is on ", t.device().str(), " but x is on ",
+                    like.device().str(), "; move both to the same device");
 }
 
 inline void check_contiguous(const at::Tensor& t, const char* name) {
-  TORCH_CHECK_VALUE(t.is_contiguous(), name, " must be contiguous (sizes ", t.sizes(), ", strides ",
-                    t.strides(), "); call .contiguous() first");
+  TORCH_CHECK_VALUE(t.is_contiguous(), name, " must be contiguous (sizes ", fmt(t.sizes()), ", strides ",
+                    fmt(t.strides()), "); call .contiguous() first");
   TORCH_CHECK_VALUE(reinterpret_cast<std::uintptr_t>(t.data_ptr()) % t.element_size() == 0,
                     name, " is not aligned to its element size");
 }
@@ -30,12 +47,12 @@ inline void check_param(const at::Tensor& p, const char* name, const at::Tensor&
   check_float32(p, name);
   check_device(p, name, x);
   TORCH_CHECK_VALUE(p.dim() == 1 && p.size(0) == x.size(-1), name, " must have shape (",
-                    x.size(-1), ",) to match x's last dimension, got ", p.sizes());
+                    fmt(x.size(-1)), ",) to match x's last dimension, got ", fmt(p.sizes()));
   check_contiguous(p, name);
 }
 
 inline void check_eps(double eps) {
-  TORCH_CHECK_VALUE(std::isfinite(eps) && eps > 0.0, "eps must be a positive finite number, got ", eps);
+  TORCH_CHECK_VALUE(std::isfinite(eps) && eps > 0.0, "eps must be a positive finite number, got ", fmt(eps));
 }
 
 inline void check_rows(const at::Tensor& x) {
@@ -46,7 +63,7 @@ inline void check_rows(const at::Tensor& x) {
 inline void check_out(const at::Tensor& out, const at::Tensor& x) {
   check_float32(out, "out");
   check_device(out, "out", x);
-  TORCH_CHECK_VALUE(out.sizes() == x.sizes(), "out must have x's shape ", x.sizes(), ", got ", out.sizes());
+  TORCH_CHECK_VALUE(out.sizes() == x.sizes(), "out must have x's shape ", fmt(x.sizes()), ", got ", fmt(out.sizes()));
   check_contiguous(out, "out");
   TORCH_CHECK_VALUE(!out.storage().is_alias_of(x.storage()), "out must not share memory with x");
 }

@@ -3,31 +3,21 @@
 // every benchmark reports its bandwidth as a percentage of this kernel's,
 // measured in the same run on the same byte count.
 //
-// Each thread moves kUnroll float4 values spaced one block apart (the warp's
-// accesses stay coalesced) and issues all its loads before its first store, so
-// several 16-byte requests are in flight per thread.
+// One float4 per thread, 256 threads per block, one block per 4 KiB. On an H200
+// this plain form beat 2, 4 or 8 float4 per thread, a grid-stride loop, and
+// streaming cache hints, and matched or beat cudaMemcpyAsync (torch's copy_)
+// on 256 MiB and 1 GiB buffers (measured 2026-11-22).
 #include <cuda_runtime.h>
 #include <cstdint>
 
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kUnroll = 4;
 
 __global__ void __launch_bounds__(kThreads)
 copy_float4_kernel(const float4* __restrict__ src, float4* __restrict__ dst, int64_t n4) {
-  const int64_t base = static_cast<int64_t>(blockIdx.x) * kThreads * kUnroll + threadIdx.x;
-  float4 v[kUnroll];
-#pragma unroll
-  for (int k = 0; k < kUnroll; ++k) {
-    const int64_t i = base + static_cast<int64_t>(k) * kThreads;
-    if (i < n4) v[k] = src[i];
-  }
-#pragma unroll
-  for (int k = 0; k < kUnroll; ++k) {
-    const int64_t i = base + static_cast<int64_t>(k) * kThreads;
-    if (i < n4) dst[i] = v[k];
-  }
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i < n4) dst[i] = src[i];
 }
 
 __global__ void copy_tail_kernel(const float* __restrict__ src, float* __restrict__ dst, int64_t begin, int64_t n) {
@@ -42,8 +32,7 @@ cudaError_t copy_float4_forward(const float* src, float* dst, int64_t n, cudaStr
   if (n <= 0) return cudaSuccess;
   const int64_t n4 = n / 4;
   if (n4 > 0) {
-    const int64_t per_block = static_cast<int64_t>(kThreads) * kUnroll;
-    const int64_t blocks = (n4 + per_block - 1) / per_block;
+    const int64_t blocks = (n4 + kThreads - 1) / kThreads;
     if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
     copy_float4_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
         reinterpret_cast<const float4*>(src), reinterpret_cast<float4*>(dst), n4);

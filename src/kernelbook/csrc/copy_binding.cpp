@@ -14,7 +14,7 @@ namespace {
 at::Tensor& copy(const at::Tensor& src, at::Tensor& dst) {
   using namespace kernelbook;
   check_float32(src, "src");
-  TORCH_CHECK_VALUE(src.is_cuda(), "src must be a CUDA tensor, got device ", src.device());
+  TORCH_CHECK_VALUE(src.is_cuda(), "src must be a CUDA tensor, got device ", src.device().str());
   check_contiguous(src, "src");
   check_out(dst, src);
   TORCH_CHECK_VALUE(reinterpret_cast<std::uintptr_t>(src.data_ptr()) % 16 == 0 &&

@@ -21,7 +21,7 @@ at::Tensor& rms_norm_out(const at::Tensor& x, const at::Tensor& weight, double e
   using namespace kernelbook;
   check_rows(x);
   check_float32(x, "x");
-  TORCH_CHECK_VALUE(x.is_cuda(), "x must be a CUDA tensor, got device ", x.device());
+  TORCH_CHECK_VALUE(x.is_cuda(), "x must be a CUDA tensor, got device ", x.device().str());
   check_contiguous(x, "x");
   check_param(weight, "weight", x);
   check_out(out, x);
