@@ -3,12 +3,9 @@ bandwidth against row length. Each returns a matplotlib Figure of fixed size."""
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
 
-matplotlib.use("Agg") if matplotlib.get_backend().lower() == "agg" else None
-import matplotlib.pyplot as plt  # noqa: E402
-
-from .results import device_line  # noqa: E402
+from .results import device_line
 
 
 def ladder(record: dict, cols: int, mode: str = "eager+flush"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -22,8 +23,12 @@ SCHEMA = 1
 
 
 def _git_commit() -> str:
+    """HEAD of the checkout ('+changes' if tracked files differ), or $KERNELBOOK_COMMIT
+    where the tree was copied without its .git (say, to a GPU machine)."""
     from .stages import repo_root
 
+    if os.environ.get("KERNELBOOK_COMMIT"):
+        return os.environ["KERNELBOOK_COMMIT"]
     try:
         root = repo_root()
         sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,

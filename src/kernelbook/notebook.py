@@ -1,0 +1,155 @@
+"""What the chapter notebooks call: one-line setup, source and diff display, and
+measure-on-a-GPU-or-load-the-stored-run. Without a GPU every helper still works:
+measurements come from the chapter's stored results, labelled with their device."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from . import check, ladder, results, toolchain
+from .stages import get_stage, source_diff
+
+HAS_GPU = False
+
+
+def setup() -> bool:
+    """Configure the toolchain and say in one line what this machine can do."""
+    global HAS_GPU
+    toolchain.configure()
+    HAS_GPU = torch.cuda.is_available()
+    if HAS_GPU:
+        props = torch.cuda.get_device_properties(0)
+        print(f"GPU: {props.name} ({props.multi_processor_count} SMs), torch {torch.__version__}")
+    else:
+        print(f"No GPU here (torch {torch.__version__}): GPU cells say so, and the figures "
+              "use the results stored with the chapter.")
+    return HAS_GPU
+
+
+def _markdown(text: str):
+    from IPython.display import Markdown
+
+    return Markdown(text)
+
+
+def show_source(chapter, start: str | None = None, end: str | None = None):
+    """The chapter's kernel file (or the lines from `start` up to `end`), as code."""
+    stage = get_stage(chapter)
+    lines = stage.path.read_text().splitlines()
+    if start is not None:
+        lines = lines[next(i for i, line in enumerate(lines) if start in line):]
+    if end is not None:
+        lines = lines[: next(i for i, line in enumerate(lines) if end in line) + 1]
+    lang = "cuda" if stage.is_cuda else "cpp"
+    return _markdown(f"`{stage.folder}/{stage.source}`\n\n```{lang}\n" + "\n".join(lines) + "\n```")
+
+
+def show_diff(old, new):
+    return _markdown("```diff\n" + source_diff(old, new) + "\n```")
+
+
+def build(chapter):
+    """Compile the chapter's kernel; None (with the reason) where that is impossible."""
+    from .build import BuildError, load_stage
+
+    stage = get_stage(chapter)
+    if stage.is_cuda:
+        ok, why = toolchain.can_build_cuda()
+        if not ok:
+            print(f"cannot build {stage.folder} here: {why} (`kernelbook doctor` explains)")
+            return None
+    try:
+        ops = load_stage(stage)
+    except BuildError as exc:
+        print(exc)
+        return None
+    print(f"{stage.folder}: built; ops {', '.join(n for n in ('rms_norm', 'rms_norm_out') if hasattr(ops, n))}")
+    return ops
+
+
+def verify_here(ops, shapes=check.STANDARD_SHAPES):
+    """On a GPU: assert the stage against float64 on the standard shapes plus fresh
+    random ones, and print one line per shape. Without a GPU: say so."""
+    if not HAS_GPU or ops is None:
+        print("no GPU: the stage is checked against float64 in the stored run below")
+        return []
+    import random
+
+    rng = random.Random()
+    extra = [(rng.randint(1, 500), rng.randint(1, 70_000)) for _ in range(4)]
+    checked = check.verify_rms_norm(ops, list(shapes) + extra, device="cuda")
+    for c in checked:
+        print(c.row())
+    print(f"all {len(checked)} shapes within fp32 tolerance {check.tolerance(torch.float32)} (atol, rtol)")
+    return checked
+
+
+def chapter_results_path(chapter) -> Path:
+    stage = get_stage(chapter)
+    return stage.path.parent / "results.json"
+
+
+def ladder_results(chapter, shapes=None, reps: int = 30) -> dict:
+    """On a GPU: verify and measure stages 02..chapter plus torch, store the record
+    beside the chapter and return it. Without a GPU: return the stored record."""
+    path = chapter_results_path(chapter)
+    if HAS_GPU:
+        record = ladder.measure_ladder(chapter, shapes, reps=reps)
+        results.save(record, path)
+        print(f"measured on {results.device_line(record)}; stored in {path.parent.name}/{path.name}")
+    else:
+        record = results.load(path)
+        print(f"stored run: {results.device_line(record)}")
+    assert record["environment"]["device"] != "cpu", "stored results must come from a GPU run"
+    for row in record["verification"]:
+        assert row["max_rel_err"] < check.tolerance(torch.float32)[1], row
+    return record
+
+
+def print_ladder(record: dict) -> None:
+    for case in record["cases"]:
+        print(ladder.format_case(case) + "\n")
+
+
+def result(record: dict, cols: int, name_start: str, mode: str = "eager+flush") -> dict:
+    """One contender's numbers at one shape (name matched by its start, e.g. '05')."""
+    case = results.find_case(record, cols, mode)
+    return next(r for r in case["results"] if r["name"].startswith(name_start))
+
+
+def show_rejections(ops) -> None:
+    """Call the op with inputs it must refuse; assert each raises a clear Python
+    error (ValueError/TypeError) and print the message. Validation runs before any
+    launch, so this works without a GPU too (the first complaint is then the device)."""
+    if ops is None:
+        print("no build here: nothing to call")
+        return
+    dev = "cuda" if HAS_GPU else "cpu"
+    x, w = check.random_rmsnorm_inputs((8, 64), device=dev)
+    cases = {
+        "float64 input": lambda: ops.rms_norm(x.double(), w, check.EPS),
+        "weight too short": lambda: ops.rms_norm(x, w[:-1], check.EPS),
+        "transposed input": lambda: ops.rms_norm(x.t(), w[:8].contiguous(), check.EPS),
+        "eps = 0": lambda: ops.rms_norm(x, w, 0.0),
+        "out aliases x": lambda: ops.rms_norm_out(x, w, check.EPS, x),
+    }
+    if HAS_GPU:
+        cases["CPU input"] = lambda: ops.rms_norm(x.cpu(), w.cpu(), check.EPS)
+    for what, call in cases.items():
+        try:
+            call()
+        except (ValueError, TypeError) as exc:
+            print(f"{what:>17} -> {type(exc).__name__}: {str(exc).splitlines()[0]}")
+        else:
+            raise AssertionError(f"{what}: accepted, but must raise")
+    if HAS_GPU:
+        torch.cuda.synchronize()  # nothing was launched, so no error is pending
+
+
+def book_results() -> dict:
+    """The whole-book run (`kernelbook run --out book/results/ladder.json` on a GPU)."""
+    from .stages import repo_root
+
+    return results.load(repo_root() / "book" / "results" / "ladder.json")

@@ -1,0 +1,55 @@
+"""The committed GPU results are valid records, plot, and match the README table."""
+
+from pathlib import Path
+
+import pytest
+
+from kernelbook import plot, results, stages
+from kernelbook.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+STORED = sorted(ROOT.glob("chapters/*/results.json")) + [ROOT / "book" / "results" / "ladder.json"]
+
+
+@pytest.mark.parametrize("path", STORED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_stored_results_are_valid_gpu_runs(path):
+    record = results.load(path)
+    env = record["environment"]
+    assert env["device"] != "cpu" and env.get("sms", 0) > 0, "stored results must come from a GPU"
+    assert record["verification"], "a stored run must record its correctness checks"
+    assert {c["cols"] for c in record["cases"]} >= {1024, 4096, 8192, 16384}
+    for case in record["cases"]:
+        assert case["torch_copy"]["ms"] > 0
+
+
+@pytest.mark.parametrize("path", STORED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_stored_results_plot(path, tmp_path):
+    record = results.load(path)
+    for fig in (plot.bandwidth_vs_cols(record), plot.ladder(record, cols=4096)):
+        out = tmp_path / "fig.png"
+        fig.savefig(out)
+        assert out.stat().st_size > 10_000
+
+
+def test_chapter_records_cover_their_stages():
+    for stage in stages.cuda_stages():
+        record = results.load(stage.path.parent / "results.json")
+        names = {r["name"] for r in record["cases"][0]["results"]}
+        expected = {s.label for s in stages.cuda_stages(stage.chapter)} | {"torch F.rms_norm", "torch.compile F.rms_norm"}
+        assert expected <= names, expected - names
+
+
+def test_validation_rejects_inconsistent_records():
+    record = results.load(ROOT / "book" / "results" / "ladder.json")
+    record["cases"][0]["results"][0]["pct_sol"] *= 2
+    with pytest.raises(ValueError, match="pct_sol"):
+        results.validate(record)
+    record = results.load(ROOT / "book" / "results" / "ladder.json")
+    del record["environment"]["device"]
+    with pytest.raises(ValueError, match="device"):
+        results.validate(record)
+
+
+def test_readme_table_is_generated_from_committed_results():
+    assert main(["readme", "--check", "--results", str(ROOT / "book/results/ladder.json"),
+                 "--readme", str(ROOT / "README.md")]) == 0
