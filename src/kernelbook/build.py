@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -67,8 +66,7 @@ def _build(tag: str, sources: list[Path], launcher: str, cuda: bool, verbose: bo
     _remove_stale_lock(build_dir)
     fresh = not any(build_dir.glob("*.so"))
     if fresh:
-        print(f"compiling {tag} (first time takes about {20 if cuda else 10} s on 2 cores) ...",
-              file=sys.stdout, flush=True)
+        print(f"compiling {tag} (once; about 10 s on 2 cores, then cached) ...", flush=True)
     defines = [f"-DKERNELBOOK_NS={name}"] + ([f"-DKERNELBOOK_LAUNCHER={launcher}"] if launcher else [])
     start = time.time()
     try:
