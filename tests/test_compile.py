@@ -49,3 +49,20 @@ def test_stage_builds_with_torch_builder(stage):
 @needs_cuda_build
 def test_copy_kernel_builds():
     assert hasattr(load_copy(), "copy")
+
+
+def test_stale_build_lock_is_cleared(tmp_path):
+    # A build killed mid-way leaves torch's lock file; the next build must not wait forever on it.
+    import os
+    import time
+
+    from kernelbook.build import _remove_stale_lock
+
+    lock = tmp_path / "lock"
+    lock.write_text("")
+    _remove_stale_lock(tmp_path)
+    assert lock.exists(), "a fresh lock belongs to a running build and must stay"
+    old = time.time() - 3600
+    os.utime(lock, (old, old))
+    _remove_stale_lock(tmp_path)
+    assert not lock.exists()
