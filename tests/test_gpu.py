@@ -129,3 +129,14 @@ def test_copy_kernel_keeps_up_with_torch_copy():
     ours, theirs = bench.copy_speed_of_light(2**30, reps=50)
     print(f"\ncopy 1 GiB: ours {ours.gbps:.0f} GB/s, torch copy_ {theirs.gbps:.0f} GB/s")
     assert ours.ms <= theirs.ms, (ours, theirs)
+
+
+def test_copy_kernel_rejects_bad_buffers_by_name():
+    ops = load_copy()
+    src = torch.randn(1024, device="cuda")
+    with pytest.raises(ValueError, match="dst must have src's shape"):
+        ops.copy(src, torch.empty(1000, device="cuda"))
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        ops.copy(src[1:], torch.empty(1023, device="cuda"))
+    with pytest.raises(ValueError, match="dst must not share memory with src"):
+        ops.copy(src, src)

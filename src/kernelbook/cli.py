@@ -75,16 +75,8 @@ def run(args) -> int:
         else:
             print(f"  compile check skipped too: {why}.")
     else:
-        shapes = ladder.default_shapes(args.bytes * 2**20)
-        rows = ladder.verify_stages(gpu_stages[-1].chapter, record)
-        for row in rows:
-            print(f"{row['stage']}: verified on {row['shapes']} shapes, max rel err {row['max_rel_err']:.1e}")
-        contenders = ladder.stage_contenders(gpu_stages[-1].chapter)
-        contenders.update(ladder.torch_contenders())
-        for r, c in shapes:
-            case = ladder.run_case(contenders, r, c, args.reps)
-            record["cases"].append(case)
-            print("\n" + ladder.format_case(case))
+        ladder.measure_ladder(gpu_stages[-1].chapter, ladder.default_shapes(args.bytes * 2**20),
+                              reps=args.reps, record=record, log=print)
     out = Path(args.out)
     results.save(record, out)
     print(f"\nresults: {out}")

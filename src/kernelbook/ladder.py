@@ -45,7 +45,7 @@ def verify_stages(upto: int | str, record: dict | None = None, shapes=check.STAN
         rows.append({"stage": stage.label, "shapes": len(checks),
                      "max_rel_err": max(c.max_rel_err for c in checks)})
     if record is not None:
-        record["verification"] = rows
+        record["verification"].extend(rows)
     return rows
 
 
@@ -79,15 +79,19 @@ def default_shapes(large_bytes: int = bench.BIG_BYTES) -> list[tuple[int, int]]:
     return [(bench.rows_for_bytes(large_bytes, c), c) for c in LARGE_COLS] + [SMALL_SHAPE]
 
 
-def measure_ladder(upto: int | str, shapes=None, with_torch: bool = True, reps: int = 30) -> dict:
-    """Verify, then time, stages 02..upto (and torch) on `shapes`; returns a record."""
-    record = results.new_record()
-    verify_stages(upto, record)
+def measure_ladder(upto: int | str, shapes=None, with_torch: bool = True, reps: int = 30,
+                   record: dict | None = None, log: Callable[[str], None] = lambda _: None) -> dict:
+    """Verify, then time, stages 02..upto (and torch) on `shapes`, adding to `record`
+    (a new one by default); `log` receives each verification line and case table."""
+    record = record if record is not None else results.new_record()
+    for row in verify_stages(upto, record):
+        log(f"{row['stage']}: verified on {row['shapes']} shapes, max rel err {row['max_rel_err']:.1e}")
     contenders = stage_contenders(upto)
     if with_torch:
         contenders.update(torch_contenders())
     for rows, cols in shapes or default_shapes():
         record["cases"].append(run_case(contenders, rows, cols, reps))
+        log("\n" + format_case(record["cases"][-1]))
     return results.validate(record)
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from .results import device_line
+from .results import device_line, find_case
 
 
 def ladder(record: dict, cols: int, mode: str = "eager+flush"):
     """Horizontal bars: % of the copy's bandwidth for every contender at one shape."""
-    case = next(c for c in record["cases"] if c["cols"] == cols and c["mode"] == mode)
+    case = find_case(record, cols, mode)
     names = [r["name"] for r in case["results"]]
     pct = [r["pct_sol"] for r in case["results"]]
     colors = ["tab:gray" if n.startswith("torch") else "tab:blue" for n in names]

@@ -59,9 +59,9 @@ def environment() -> dict:
             "l2_mib": round(getattr(props, "L2_cache_size", 0) / 2**20, 1),
             "smem_per_block_optin": int(getattr(props, "shared_memory_per_block_optin", 0)),
         })
-        from .toolchain import _driver_version
+        from .toolchain import driver_version
 
-        env["driver"] = _driver_version() or "unknown"
+        env["driver"] = driver_version() or "unknown"
     else:
         env["device"] = "cpu"
     return env

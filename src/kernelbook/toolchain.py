@@ -115,7 +115,7 @@ def report() -> list[Item]:
     ))
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
-        driver = _driver_version()
+        driver = driver_version()
         items.append(Item("GPU", f"{props.name}, {props.multi_processor_count} SMs, sm_{props.major}{props.minor}", True))
         items.append(Item("driver", driver or "unknown", True))
     else:
@@ -137,7 +137,7 @@ def report() -> list[Item]:
     return items
 
 
-def _driver_version() -> str | None:
+def driver_version() -> str | None:
     smi = shutil.which("nvidia-smi")
     if not smi:
         return None

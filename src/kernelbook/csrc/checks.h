@@ -30,9 +30,10 @@ inline void check_float32(const at::Tensor& t, const char* name) {
   TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat, name, " must be float32, got ", c10::toString(t.scalar_type()));
 }
 
-inline void check_device(const at::Tensor& t, const char* name, const at::Tensor& like) {
-  TORCH_CHECK_VALUE(t.device() == like.device(), name, " is on ", t.device().str(), " but x is on ",
-                    like.device().str(), "; move both to the same device");
+inline void check_device(const at::Tensor& t, const char* name, const at::Tensor& like,
+                         const char* like_name = "x") {
+  TORCH_CHECK_VALUE(t.device() == like.device(), name, " is on ", t.device().str(), " but ", like_name,
+                    " is on ", like.device().str(), "; move both to the same device");
 }
 
 inline void check_contiguous(const at::Tensor& t, const char* name) {
@@ -59,13 +60,15 @@ inline void check_rows(const at::Tensor& x) {
   TORCH_CHECK_VALUE(x.dim() >= 1, "x must have at least one dimension (rows are over the last one), got a scalar");
 }
 
-// `out` receives the result: same shape, dtype and device as x, contiguous, no shared memory with x.
-inline void check_out(const at::Tensor& out, const at::Tensor& x) {
-  check_float32(out, "out");
-  check_device(out, "out", x);
-  TORCH_CHECK_VALUE(out.sizes() == x.sizes(), "out must have x's shape ", fmt(x.sizes()), ", got ", fmt(out.sizes()));
-  check_contiguous(out, "out");
-  TORCH_CHECK_VALUE(!out.storage().is_alias_of(x.storage()), "out must not share memory with x");
+// `out` receives the result: same shape, dtype and device as `x`, contiguous, no shared memory with it.
+inline void check_out(const at::Tensor& out, const at::Tensor& x, const char* out_name = "out",
+                      const char* x_name = "x") {
+  check_float32(out, out_name);
+  check_device(out, out_name, x, x_name);
+  TORCH_CHECK_VALUE(out.sizes() == x.sizes(), out_name, " must have ", x_name, "'s shape ", fmt(x.sizes()),
+                    ", got ", fmt(out.sizes()));
+  check_contiguous(out, out_name);
+  TORCH_CHECK_VALUE(!out.storage().is_alias_of(x.storage()), out_name, " must not share memory with ", x_name);
 }
 
 }  // namespace kernelbook

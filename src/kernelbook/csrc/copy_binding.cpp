@@ -16,7 +16,7 @@ at::Tensor& copy(const at::Tensor& src, at::Tensor& dst) {
   check_float32(src, "src");
   TORCH_CHECK_VALUE(src.is_cuda(), "src must be a CUDA tensor, got device ", src.device().str());
   check_contiguous(src, "src");
-  check_out(dst, src);
+  check_out(dst, src, "dst", "src");
   TORCH_CHECK_VALUE(reinterpret_cast<std::uintptr_t>(src.data_ptr()) % 16 == 0 &&
                         reinterpret_cast<std::uintptr_t>(dst.data_ptr()) % 16 == 0,
                     "copy needs 16-byte aligned src and dst");
