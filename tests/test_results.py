@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelbook import plot, results, stages
+from kernelbook import bench, plot, results, stages
+from kernelbook.ops import get_op
 from kernelbook.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,25 +18,31 @@ def test_stored_results_are_valid_gpu_runs(path):
     env = record["environment"]
     assert env["device"] != "cpu" and env.get("sms", 0) > 0, "stored results must come from a GPU"
     assert record["verification"], "a stored run must record its correctness checks"
-    assert {c["cols"] for c in record["cases"]} >= {1024, 4096, 8192, 16384}
     for case in record["cases"]:
         assert case["torch_copy"]["ms"] > 0
+        assert all(r["flagged"] or r["spread"] <= bench.SPREAD_LIMIT for r in case["results"])
 
 
 @pytest.mark.parametrize("path", STORED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_stored_results_plot(path, tmp_path):
     record = results.load(path)
-    for fig in (plot.bandwidth_vs_cols(record), plot.ladder(record, cols=4096)):
+    first = record["cases"][0]
+    for fig in (plot.bandwidth(record), plot.ladder(record, mode=None, shape=first["shape"], op=first["op"],
+                                                     dtype=first["dtype"])):
         out = tmp_path / "fig.png"
         fig.savefig(out)
         assert out.stat().st_size > 10_000
 
 
-def test_chapter_records_cover_their_stages():
-    for stage in stages.cuda_stages():
-        record = results.load(stage.path.parent / "results.json")
-        names = {r["name"] for r in record["cases"][0]["results"]}
-        expected = {s.label for s in stages.cuda_stages(stage.chapter)} | {"torch F.rms_norm", "torch.compile F.rms_norm"}
+@pytest.mark.parametrize("stage", stages.cuda_stages(), ids=lambda s: s.folder)
+def test_chapter_records_cover_their_stages_and_torch(stage):
+    record = results.load(stage.path.parent / "results.json")
+    op = get_op(stage.op)
+    for dtype in stage.dtypes:
+        case = results.find_case(record, op=stage.op, dtype=dtype)
+        names = {r["name"] for r in case["results"]}
+        expected = {label for s in stages.cuda_stages(stage.chapter, stage.op, dtype) for label, _ in s.contenders()}
+        expected |= set(op.torch_contenders())
         assert expected <= names, expected - names
 
 

@@ -45,7 +45,12 @@ def _remove_stale_lock(build_dir: Path, max_age_s: float = 600.0) -> None:
         lock.unlink(missing_ok=True)
 
 
-def _build(tag: str, sources: list[Path], launcher: str, cuda: bool, verbose: bool) -> object:
+DTYPE_DEFINES = {"float32": "-DKERNELBOOK_DTYPE_F32", "float16": "-DKERNELBOOK_DTYPE_F16",
+                 "bfloat16": "-DKERNELBOOK_DTYPE_BF16"}
+
+
+def _build(tag: str, sources: list[Path], launcher: str, cuda: bool, verbose: bool,
+           dtypes: tuple[str, ...] = ()) -> object:
     """Compile `sources` into a library registering ops under a unique namespace."""
     import torch
 
@@ -57,8 +62,8 @@ def _build(tag: str, sources: list[Path], launcher: str, cuda: bool, verbose: bo
     from torch.utils.cpp_extension import load
 
     arch = os.environ.get("TORCH_CUDA_ARCH_LIST", "")
-    inputs = [*sources, CSRC / "checks.h"]
-    name = f"kb{tag}_{_digest(inputs, f'{torch.__version__}|{arch}|{launcher}')}"
+    inputs = [*sources, CSRC / "checks.h", CSRC / "stage_dtypes.h"]
+    name = f"kb{tag}_{_digest(inputs, f'{torch.__version__}|{arch}|{launcher}|{dtypes}')}"
     if name in _loaded:
         return _loaded[name]
     build_dir = cache_dir() / name
@@ -67,7 +72,8 @@ def _build(tag: str, sources: list[Path], launcher: str, cuda: bool, verbose: bo
     fresh = not any(build_dir.glob("*.so"))
     if fresh:
         print(f"compiling {tag} (once; about 10 s on 2 cores, then cached) ...", flush=True)
-    defines = [f"-DKERNELBOOK_NS={name}"] + ([f"-DKERNELBOOK_LAUNCHER={launcher}"] if launcher else [])
+    defines = [f"-DKERNELBOOK_NS={name}", *(DTYPE_DEFINES[d] for d in dtypes)]
+    defines += [f"-DKERNELBOOK_LAUNCHER={launcher}"] if launcher else []
     start = time.time()
     try:
         load(name=name, sources=[str(s) for s in sources], build_directory=str(build_dir),
@@ -90,9 +96,11 @@ def load_stage(chapter: str | int | Stage, verbose: bool = False):
     >>> y = ch02.rms_norm(x, weight, 1e-6)          # or ch02.rms_norm_out(x, weight, 1e-6, out)
     """
     stage = chapter if isinstance(chapter, Stage) else get_stage(chapter)
-    return _build(stage.folder, [stage.path, CSRC / stage.binding], stage.launcher, stage.is_cuda, verbose)
+    return _build(stage.folder, [stage.path, CSRC / stage.binding], stage.launcher, stage.is_cuda, verbose,
+                  stage.dtypes)
 
 
-def load_copy(verbose: bool = False):
-    """The speed-of-light copy kernel: `load_copy().copy(src, dst)`."""
-    return _build("copy", [CSRC / "copy.cu", CSRC / "copy_binding.cpp"], "", True, verbose)
+def load_bench(verbose: bool = False):
+    """The benchmark's own kernels: `.copy(src, dst)`, the speed-of-light copy, and
+    `.gate_wait(state, ticket, timeout_ns)`, the stream gate (see kernelbook.bench)."""
+    return _build("bench", [CSRC / "copy.cu", CSRC / "gate.cu", CSRC / "bench_binding.cpp"], "", True, verbose)

@@ -27,6 +27,7 @@ STANDARD_SHAPES = [
 ]
 
 EPS = 1e-6
+SHORT_DTYPE = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 
 
 def tolerance(dtype: torch.dtype) -> tuple[float, float]:
@@ -63,8 +64,10 @@ class CheckResult:
         return f"{str(self.shape):>16}  max|err| {self.max_abs_err:.2e}  rel {self.max_rel_err:.2e}"
 
 
-def assert_close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, what: str = "output") -> CheckResult:
-    """Raise AssertionError unless every element is finite and within tolerance."""
+def assert_close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, what: str = "output",
+                 tol: tuple[float, float] | None = None) -> CheckResult:
+    """Raise AssertionError unless every element is finite and within tolerance
+    (`tol` = (atol, rtol), by default the dtype's entry in TOLERANCES)."""
     assert out.shape == ref.shape, f"{what}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}"
     if out.numel() == 0:
         return CheckResult(tuple(out.shape), 0.0, 0.0)
@@ -75,7 +78,7 @@ def assert_close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, what:
         idx = bad.nonzero()[0].tolist()
         raise AssertionError(f"{what}: {int(bad.sum())} non-finite values (unwritten or overflowed), "
                              f"first at {idx} of shape {tuple(out.shape)}")
-    atol, rtol = tolerance(dtype)
+    atol, rtol = tol or tolerance(dtype)
     err = (out64 - ref64).abs()
     limit = atol + rtol * ref64.abs()
     if (err > limit).any():
@@ -88,15 +91,64 @@ def assert_close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, what:
     return CheckResult(tuple(out.shape), err.max().item(), err.max().item() / scale)
 
 
-def verify_rms_norm(ops, shapes=STANDARD_SHAPES, device="cuda", dtype=torch.float32, eps=EPS) -> list[CheckResult]:
-    """Run a stage's rms_norm_out into poisoned buffers on fresh random inputs and
-    assert against float64 for every shape. Returns one CheckResult per shape."""
+# Mantissa bits and the smallest subnormal of each dtype: one ulp at |v| is
+# 2^(exponent(v) - bits), never less than the smallest subnormal.
+_ULP = {torch.float32: (23, 2.0**-149), torch.float16: (10, 2.0**-24), torch.bfloat16: (7, 2.0**-133)}
+
+
+def ulp(ref: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The spacing of `dtype` values at each |ref| (float64 in, float64 out)."""
+    bits, tiny = _ULP[dtype]
+    _, exponent = torch.frexp(ref.abs())  # |ref| = m * 2^exponent, m in [0.5, 1)
+    return torch.clamp(torch.ldexp(torch.ones_like(ref), exponent - 1 - bits), min=tiny)
+
+
+def assert_within_ulps(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, ulps: float,
+                       what: str = "output") -> CheckResult:
+    """Every element within `ulps` units in the last place of `dtype` from the float64
+    reference; NaN exactly where the reference is NaN, infinities equal."""
+    assert out.shape == ref.shape, f"{what}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}"
+    if out.numel() == 0:
+        return CheckResult(tuple(out.shape), 0.0, 0.0)
+    out64, ref64 = out.double().flatten(), ref.to(out.device).flatten()
+    nan_ref, nan_out = torch.isnan(ref64), torch.isnan(out64)
+    if (nan_ref != nan_out).any():
+        i = int((nan_ref != nan_out).nonzero()[0])
+        raise AssertionError(f"{what}: NaN mismatch at flat index {i} (out {out64[i].item()}, ref {ref64[i].item()}); "
+                             f"{int((nan_out & ~nan_ref).sum())} NaN where the reference is a number")
+    keep = ~nan_ref
+    o, r = out64[keep], ref64[keep]
+    inf = torch.isinf(r) | torch.isinf(o)
+    if (o[inf] != r[inf]).any():
+        i = int((o[inf] != r[inf]).nonzero()[0])
+        raise AssertionError(f"{what}: infinity mismatch (out {o[inf][i].item()}, ref {r[inf][i].item()})")
+    o, r = o[~inf], r[~inf]
+    err = (o - r).abs()
+    in_ulps = err / ulp(r, dtype)
+    if in_ulps.numel() and in_ulps.max() > ulps:
+        i = int(in_ulps.argmax())
+        raise AssertionError(f"{what}: {in_ulps.max().item():.2f} ulp from float64 (limit {ulps}) at out "
+                             f"{o[i].item():.9g}, ref {r[i].item():.9g}; {int((in_ulps > ulps).sum())} elements over")
+    scale = r.abs().max().item() if r.numel() else 1.0
+    return CheckResult(tuple(out.shape), err.max().item() if err.numel() else 0.0,
+                       (err.max().item() / scale) if err.numel() and scale else 0.0)
+
+
+def verify(op, ops, shapes=None, dtype=torch.float32, device="cuda", variant=None) -> list[CheckResult]:
+    """Run a stage on fresh random inputs into NaN-poisoned outputs (or through its
+    allocating form where it has no `out` form) and judge every shape against
+    `op`'s float64 reference with `op`'s rule for `dtype`."""
     results = []
-    for shape in shapes:
-        x, weight = random_rmsnorm_inputs(shape, dtype, device)
-        if hasattr(ops, "rms_norm_out"):
-            out = ops.rms_norm_out(x, weight, eps, poisoned_like(x))
-        else:  # chapter 01 returns a fresh tensor
-            out = ops.rms_norm(x, weight, eps)
-        results.append(assert_close(out, reference.rms_norm(x, weight, eps), dtype, f"rms_norm {tuple(shape)}"))
+    for shape in shapes if shapes is not None else op.standard_shapes:
+        inputs = op.make_inputs(shape, dtype, device)
+        has_out = hasattr(ops, op.out_op)  # chapter 01's CPU loops only return fresh tensors
+        out = op.call_stage(ops, inputs, poisoned_like(inputs["x"]) if has_out else None, variant)
+        results.append(op.check(out, op.reference(inputs), dtype, f"{op.name} {SHORT_DTYPE[dtype]} {tuple(shape)}"))
     return results
+
+
+def verify_rms_norm(ops, shapes=STANDARD_SHAPES, device="cuda", dtype=torch.float32, eps=EPS) -> list[CheckResult]:
+    """verify() for RMSNorm (the chapters 01-05 notebooks call this)."""
+    from .ops import OPS
+
+    return verify(OPS["rmsnorm"], ops, shapes, dtype, device)

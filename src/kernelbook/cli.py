@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from . import toolchain
+from .ops import OPS
 
 README_START, README_END = "<!-- ladder:start -->", "<!-- ladder:end -->"
 
@@ -35,7 +36,7 @@ def run_cpu_chapter(record: dict) -> None:
     ops = load_stage("01")
     shapes = [s for s in check.STANDARD_SHAPES if s[0] * s[-1] <= 300_000]
     checks = check.verify_rms_norm(ops, shapes, device="cpu")
-    record["verification"].append({"stage": "01 CPU reference", "shapes": len(checks),
+    record["verification"].append({"stage": "01 CPU reference", "op": "rmsnorm", "dtype": "float32", "shapes": len(checks),
                                    "max_rel_err": max(c.max_rel_err for c in checks)})
     x, w = check.random_rmsnorm_inputs((512, 4096))
     ops.rms_norm(x, w, check.EPS)
@@ -52,6 +53,35 @@ def run_cpu_chapter(record: dict) -> None:
           f"({nbytes / ms / 1e6:.2f} GB/s, one thread)")
 
 
+def parse_shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(p) for p in text.lower().replace("×", "x").split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"shape must look like ROWSxCOLS (e.g. 8192x4096), got {text!r}") from None
+    if not shape or any(s < 0 for s in shape):
+        raise argparse.ArgumentTypeError(f"shape must be non-negative sizes, got {text!r}")
+    return shape
+
+
+def ladders_to_run(args) -> list[tuple[str, str]]:
+    """(op, dtype) pairs: those asked for, else the book's default ladders."""
+    from . import stages
+
+    if not args.op and not args.dtype:
+        return list(DEFAULT_LADDERS)
+    ops_ = args.op or sorted({s.op for s in stages.cuda_stages(args.chapter)})
+    out = []
+    for op in ops_:
+        dtypes = args.dtype or sorted({d for s in stages.cuda_stages(args.chapter, op) for d in s.dtypes})
+        out += [(op, d) for d in dtypes]
+    return out
+
+
+# What `kernelbook run` measures when no --op/--dtype is given: the RMSNorm ladder
+# of chapters 02-05 (fp32), then one ladder for each later chapter.
+DEFAULT_LADDERS = (("rmsnorm", "float32"), ("rmsnorm", "float16"), ("gelu", "float16"), ("layernorm", "float16"))
+
+
 def run(args) -> int:
     toolchain.configure()
     import torch
@@ -60,44 +90,53 @@ def run(args) -> int:
 
     record = results.new_record()
     run_cpu_chapter(record)
-    gpu_stages = stages.cuda_stages()
+    gpu_stages = stages.cuda_stages(args.chapter)
     if not torch.cuda.is_available():
         print(f"GPU stages skipped: no CUDA GPU visible here (torch {torch.__version__}).")
         ok, why = toolchain.can_build_cuda()
         if ok:
-            from .build import load_copy, load_stage
+            from .build import load_bench, load_stage
 
             for stage in gpu_stages:
                 load_stage(stage)
                 print(f"  compile check: {stage.label} built")
-            load_copy()
-            print("  compile check: copy kernel built")
+            load_bench()
+            print("  compile check: copy kernel and stream gate built")
         else:
             print(f"  compile check skipped too: {why}.")
     else:
-        ladder.measure_ladder(gpu_stages[-1].chapter, ladder.default_shapes(args.bytes * 2**20),
-                              reps=args.reps, record=record, log=print)
+        for op, dtype in ladders_to_run(args):
+            print(f"\n=== {op} {dtype} ===")
+            shapes = args.shape or ladder.default_shapes(op, dtype, args.bytes * 2**20)
+            ladder.measure_ladder(op, dtype, args.chapter, shapes, with_torch=not args.no_torch,
+                                  reps=args.reps, record=record, log=print)
     out = Path(args.out)
     results.save(record, out)
     print(f"\nresults: {out}")
+    flagged = [(c["op"], c["dtype"], c["shape"], r["name"], r["flag"]) for c in record["cases"]
+               for r in c["results"] if r["flagged"]]
+    for f in flagged:
+        print(f"flagged: {f[0]} {f[1]} {'x'.join(map(str, f[2]))} {f[3]}: {f[4]}")
     if record["cases"]:
-        fig = plot.bandwidth_vs_cols(record)
-        fig.savefig(out.with_suffix(".png"), dpi=110)
-        print(f"plot:    {out.with_suffix('.png')}")
+        for k, (op, dtype) in enumerate(results.ladders(record)):
+            png = out.with_name(f"{out.stem}{'' if k == 0 else f'-{op}-{dtype}'}.png")
+            plot.bandwidth(record, op, dtype).savefig(png, dpi=110)
+            print(f"plot:    {png}")
     return 0
 
 
 def readme(args) -> int:
-    from . import results, stages
+    from . import results
 
     record = results.load(args.results)
-    names = [s.label for s in stages.cuda_stages()] + ["torch F.rms_norm", "torch.compile F.rms_norm"]
     table = (f"Measured on {results.device_line(record)}; GB/s counts bytes read + written, "
-             f"% is of the copy kernel's bandwidth on the same bytes in the same run.\n\n"
-             + results.markdown_ladder(record, names))
+             f"% is of the copy kernel's bandwidth on the same bytes in the same interleaved rounds; "
+             f"'flagged' marks a measurement that stayed impossible or noisy after re-measuring.\n")
+    for op, dtype in results.ladders(record):
+        table += f"\n**{op} {dtype}**\n\n" + results.markdown_ladder(record, op, dtype) + "\n"
     if "cpu" in record:
         cpu = record["cpu"]
-        table += (f"\n\nChapter 01's C++ loop on one core of that machine's CPU: {cpu['rows']}×{cpu['cols']} "
+        table += (f"\nChapter 01's C++ loop on one core of that machine's CPU: {cpu['rows']}×{cpu['cols']} "
                   f"in {cpu['ms']:.2f} ms, {cpu['gbps']:.1f} GB/s.")
     path = Path(args.readme)
     text = path.read_text()
@@ -105,7 +144,7 @@ def readme(args) -> int:
         print(f"{path} has no {README_START} ... {README_END} block", file=sys.stderr)
         return 1
     new = re.sub(re.escape(README_START) + ".*?" + re.escape(README_END),
-                 lambda _: f"{README_START}\n{table}\n{README_END}", text, flags=re.S)
+                 lambda _: f"{README_START}\n{table.strip()}\n{README_END}", text, flags=re.S)
     if args.check:
         if new != text:
             print(f"{path}'s table is out of date: run `kernelbook readme`", file=sys.stderr)
@@ -122,7 +161,14 @@ def main(argv=None) -> int:
     p = sub.add_parser("run", help="build, verify and benchmark every stage on this machine")
     p.add_argument("--out", default="runs/latest.json", help="results JSON (a PNG is written beside it)")
     p.add_argument("--bytes", type=int, default=256, help="MiB moved per large case (default 256)")
-    p.add_argument("--reps", type=int, default=30, help="timed repetitions per contender (median reported)")
+    p.add_argument("--reps", type=int, default=30, help="timed rounds per contender (median reported)")
+    p.add_argument("--op", action="append", choices=sorted(OPS), help="op to measure (repeatable; default: the book's ladders)")
+    p.add_argument("--dtype", action="append", choices=["float32", "float16", "bfloat16"],
+                   help="dtype to measure (repeatable; default: every dtype the op's stages take)")
+    p.add_argument("--chapter", help="measure stages up to this chapter (default: all)")
+    p.add_argument("--shape", action="append", type=parse_shape, metavar="RxC",
+                   help="a shape to measure, e.g. 8192x4096 (repeatable; default: the op's ladder shapes)")
+    p.add_argument("--no-torch", action="store_true", help="time only the stages (no torch or peer contenders)")
     p.set_defaults(func=run)
     p = sub.add_parser("doctor", help="report the toolchain and what is missing")
     p.set_defaults(func=doctor)

@@ -1,109 +1,166 @@
-"""The benchmark ladder: every stage up to a chapter, plus torch's own RMSNorm,
-verified then timed on the same shapes in one run, as a results record."""
+"""The benchmark ladder: for one op in one dtype, every stage that computes it
+(up to a chapter), torch eager, torch.compile and peers such as Liger, verified
+and then timed on the same shapes in one run, with the copy of the same bytes
+in the same interleaved rounds. The result is a results record.
+
+A measurement is kept as a plain number only if it is possible and steady:
+- impossible: faster than the copy of the same bytes by more than the copy's
+  own round-to-round spread;
+- noisy: its own spread, (p90 - p10) / median over the rounds, above
+  SPREAD_LIMIT.
+Such a contender is re-measured (with the copy, in fresh rounds) up to RETRIES
+times; if it stays so it is recorded as flagged, with the reason, and tables and
+plots show it as flagged, never as a plain number.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 
 from . import bench, check, results
 from .build import load_stage
-from .stages import cuda_stages
+from .ops import LARGE_COLS, SMALL_SHAPE, Op, dtype_name, dtype_of, get_op  # noqa: F401 (re-exported)
+from .stages import Stage, cuda_stages
 
-EPS = check.EPS
-LARGE_COLS = (1024, 4096, 8192, 16384)
-SMALL_SHAPE = (32, 4096)  # a decode-sized batch: launch overhead and latency matter
-
-
-def torch_contenders() -> dict[str, Callable]:
-    """torch's RMSNorm three ways: the manual formula, eager F.rms_norm, torch.compile."""
-    def manual(x, w):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w
-
-    def eager(x, w):
-        return F.rms_norm(x, (x.shape[-1],), w, EPS)
-
-    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
-    return {"torch manual formula": manual, "torch F.rms_norm": eager,
-            "torch.compile F.rms_norm": torch.compile(eager, dynamic=False)}
+SPREAD_LIMIT = bench.SPREAD_LIMIT
+RETRIES = 2
 
 
-def stage_contenders(upto: int | str) -> dict[str, Callable]:
-    out = {}
-    for stage in cuda_stages(upto):
+def _raise_recompile_limits() -> None:
+    # Every case compiles for its own shape after a reset; the limits only guard
+    # against a reset being skipped.
+    cfg = torch._dynamo.config
+    for key in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit", "accumulated_cache_size_limit"):
+        if hasattr(cfg, key):
+            setattr(cfg, key, max(getattr(cfg, key), 256))
+
+
+def default_shapes(op: Op | str = "rmsnorm", dtype="float32", large_bytes: int = bench.BIG_BYTES) -> list[tuple]:
+    return get_op(op).ladder_shapes(dtype_of(dtype), large_bytes)
+
+
+def stage_calls(op: Op, stages: list[Stage]) -> dict[str, Callable]:
+    """label -> fn(inputs) for every kernel the ladder times in `stages`."""
+    calls = {}
+    for stage in stages:
         ops = load_stage(stage)
-        out[stage.label] = (lambda o: lambda x, w: o.rms_norm(x, w, EPS))(ops)
-    return out
+        for label, variant in stage.contenders():
+            calls[label] = (lambda o, v: lambda inp: op.call_stage(o, inp, None, v))(ops, variant)
+    return calls
 
 
-def verify_stages(upto: int | str, record: dict | None = None, shapes=check.STANDARD_SHAPES) -> list[dict]:
+def verify_stages(op: Op, dtype: torch.dtype, stages: list[Stage], record: dict | None = None,
+                  shapes=None) -> list[dict]:
     rows = []
-    for stage in cuda_stages(upto):
-        checks = check.verify_rms_norm(load_stage(stage), shapes, device="cuda")
-        rows.append({"stage": stage.label, "shapes": len(checks),
-                     "max_rel_err": max(c.max_rel_err for c in checks)})
+    for stage in stages:
+        ops = load_stage(stage)
+        for label, variant in stage.contenders():
+            checks = check.verify(op, ops, shapes, dtype, "cuda", variant)
+            rows.append({"stage": label, "op": op.name, "dtype": dtype_name(dtype), "shapes": len(checks),
+                         "max_rel_err": max(c.max_rel_err for c in checks)})
     if record is not None:
         record["verification"].extend(rows)
     return rows
 
 
-def run_case(contenders: dict[str, Callable], rows: int, cols: int, reps: int = 30) -> dict:
-    nbytes = bench.rmsnorm_bytes(rows, cols)
-    inputs: dict[int, tuple] = {}
+def _judge(t: bench.Timing, copy: bench.Timing, timed_out: bool) -> str:
+    """Why a timing can not stand as a plain number ('' if it can)."""
+    if timed_out:
+        return "a gate timed out: the op waited on the host"
+    if copy.spread > SPREAD_LIMIT:
+        return f"copy reference noisy (spread {copy.spread:.2f})"
+    if t.gbps > copy.gbps * (1 + copy.spread):
+        return f"faster than the copy ({100 * t.gbps / copy.gbps:.0f}%) beyond its spread"
+    if t.spread > SPREAD_LIMIT:
+        return f"noisy (spread {t.spread:.2f} > {SPREAD_LIMIT})"
+    return ""
+
+
+def run_case(op: Op | str, dtype, shape, calls: dict[str, Callable], with_torch: bool = True,
+             reps: int = 30) -> dict:
+    """Time every call (plus torch's and peers' when `with_torch`) on `shape`,
+    interleaved with the copy of the same bytes; re-measure and flag as above."""
+    op, dtype = get_op(op), dtype_of(dtype)
+    shape = tuple(shape)
+    nbytes = op.nbytes(shape, dtype)
+    mode = bench.mode_for(nbytes)
+    fns = dict(calls)
+    if with_torch:
+        _raise_recompile_limits()
+        torch._dynamo.reset()  # compile afresh for this shape, during preparation
+        fns.update(op.contenders())
+    inputs: dict[int, dict] = {}
 
     def maker(fn):
         def make_call(k):
             if k not in inputs:
-                inputs[k] = check.random_rmsnorm_inputs((rows, cols), device="cuda")
-            x, w = inputs[k]
-            return lambda: fn(x, w)
+                inputs[k] = op.make_inputs(shape, dtype, "cuda")
+            inp = inputs[k]
+            return lambda: fn(inp)
         return make_call
 
-    copy, torch_copy = bench.copy_speed_of_light(nbytes, reps)
-    case = {"rows": rows, "cols": cols, "dtype": "float32", "bytes": nbytes,
-            "mode": "eager+flush" if nbytes >= bench.BIG_BYTES else "graph",
-            "copy": {"ms": copy.ms, "gbps": copy.gbps},
-            "torch_copy": {"ms": torch_copy.ms, "gbps": torch_copy.gbps}, "results": []}
-    for name, fn in contenders.items():
-        t = bench.measure(maker(fn), nbytes, name, reps)
-        case["results"].append({"name": name, "ms": t.ms, "gbps": t.gbps,
-                                "pct_sol": 100.0 * copy.ms / t.ms, "spread": t.spread})
+    copies = bench.copy_contenders(nbytes)
+    todo = [bench.Contender(name, maker(fn)) for name, fn in fns.items()]
+    copy_bytes = 8 * max(4, nbytes // 8)
+    entries: dict[str, dict] = {}
+    case = {"op": op.name, "dtype": dtype_name(dtype), "shape": list(shape), "rows": math.prod(shape[:-1]),
+            "cols": shape[-1], "bytes": nbytes, "mode": mode, "attempts": 0}
+    with torch.no_grad():
+        for attempt in range(1 + RETRIES):
+            samples, timed_out = bench.time_round_robin(copies + todo, nbytes, reps, mode)
+            copy = bench.summarize(bench.COPY, samples[bench.COPY], copy_bytes)
+            if attempt == 0:
+                torch_copy = bench.summarize(bench.TORCH_COPY, samples[bench.TORCH_COPY], copy_bytes)
+                case["copy"] = {"ms": copy.ms, "gbps": copy.gbps, "spread": copy.spread}
+                case["torch_copy"] = {"ms": torch_copy.ms, "gbps": torch_copy.gbps, "spread": torch_copy.spread}
+                copies = copies[:1]  # re-measurements need only our copy
+            case["attempts"] = attempt + 1
+            for c in todo:
+                t = bench.summarize(c.name, samples[c.name], nbytes)
+                why = _judge(t, copy, timed_out)
+                entries[c.name] = {"name": c.name, "ms": t.ms, "gbps": t.gbps, "pct_sol": 100 * t.gbps / copy.gbps,
+                                   "spread": t.spread, "copy_gbps": copy.gbps, "copy_spread": copy.spread,
+                                   "flagged": bool(why), "flag": why}
+            todo = [c for c in todo if entries[c.name]["flagged"]]
+            if not todo:
+                break
+    case["results"] = [entries[name] for name in fns]
     inputs.clear()
     torch.cuda.empty_cache()
     return case
 
 
-def default_shapes(large_bytes: int = bench.BIG_BYTES) -> list[tuple[int, int]]:
-    return [(bench.rows_for_bytes(large_bytes, c), c) for c in LARGE_COLS] + [SMALL_SHAPE]
-
-
-def measure_ladder(upto: int | str, shapes=None, with_torch: bool = True, reps: int = 30,
-                   record: dict | None = None, log: Callable[[str], None] = lambda _: None) -> dict:
-    """Verify, then time, stages 02..upto (and torch) on `shapes`, adding to `record`
-    (a new one by default); `log` receives each verification line and case table."""
+def measure_ladder(op: Op | str = "rmsnorm", dtype="float32", upto: int | str | None = None, shapes=None,
+                   with_torch: bool = True, reps: int = 30, record: dict | None = None,
+                   log: Callable[[str], None] = lambda _: None) -> dict:
+    """Verify, then time, the stages of `op` in `dtype` up to chapter `upto` (and
+    torch and peers) on `shapes`, adding to `record` (a new one by default)."""
+    op, dtype = get_op(op), dtype_of(dtype)
     record = record if record is not None else results.new_record()
-    for row in verify_stages(upto, record):
-        log(f"{row['stage']}: verified on {row['shapes']} shapes, max rel err {row['max_rel_err']:.1e}")
-    contenders = stage_contenders(upto)
-    if with_torch:
-        contenders.update(torch_contenders())
-    for rows, cols in shapes or default_shapes():
-        record["cases"].append(run_case(contenders, rows, cols, reps))
+    stages = cuda_stages(upto, op.name, dtype_name(dtype))
+    for row in verify_stages(op, dtype, stages, record):
+        log(f"{row['stage']} ({row['dtype']}): verified on {row['shapes']} shapes, max rel err {row['max_rel_err']:.1e}")
+    calls = stage_calls(op, stages)
+    for shape in shapes or default_shapes(op, dtype):
+        record["cases"].append(run_case(op, dtype, shape, calls, with_torch, reps))
         log("\n" + format_case(record["cases"][-1]))
     return results.validate(record)
 
 
 def format_case(case: dict) -> str:
-    """A plain-text ladder for one case: time, GB/s, % of speed of light, speedup."""
-    lines = [f"{case['rows']} x {case['cols']} fp32, {case['bytes'] / 2**20:.0f} MiB moved, "
-             f"{case['mode']}; copy {case['copy']['gbps']:.0f} GB/s (torch copy_ {case['torch_copy']['gbps']:.0f})",
-             f"{'stage':<28} {'time':>10} {'GB/s':>7} {'% SOL':>6} {'vs prev':>8}"]
-    prev = None
+    """A plain-text ladder for one case: time, GB/s, % of speed of light, spread."""
+    shape = "×".join(str(s) for s in case.get("shape", (case["rows"], case["cols"])))
+    lines = [f"{case.get('op', 'rmsnorm')} {case['dtype']} {shape}, {case['bytes'] / 2**20:.0f} MiB moved, "
+             f"{case['mode']}; copy {case['copy']['gbps']:.0f} GB/s (spread {case['copy'].get('spread', 0):.2f}; "
+             f"torch copy_ {case['torch_copy']['gbps']:.0f})",
+             f"{'contender':<34} {'time':>10} {'GB/s':>7} {'% SOL':>6} {'spread':>7}"]
     for r in case["results"]:
-        speedup = f"{prev / r['ms']:.2f}x" if prev and not r["name"].startswith("torch") else ""
-        lines.append(f"{r['name']:<28} {r['ms'] * 1e3:>8.1f}us {r['gbps']:>7.0f} {r['pct_sol']:>5.1f}% {speedup:>8}")
-        if not r["name"].startswith("torch"):
-            prev = r["ms"]
+        if r.get("flagged"):
+            lines.append(f"{r['name']:<34} {'FLAGGED':>10}  {r['flag']}")
+        else:
+            lines.append(f"{r['name']:<34} {r['ms'] * 1e3:>8.1f}us {r['gbps']:>7.0f} {r['pct_sol']:>5.1f}% "
+                         f"{r['spread']:>7.3f}")
     return "\n".join(lines)

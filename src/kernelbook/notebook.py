@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from . import check, ladder, results, toolchain
+from .ops import dtype_of, get_op
 from .stages import get_stage, source_diff
 
 HAS_GPU = False
@@ -69,20 +70,26 @@ def build(chapter):
     return ops
 
 
-def verify_here(ops, shapes=check.STANDARD_SHAPES):
-    """On a GPU: assert the stage against float64 on the standard shapes plus fresh
-    random ones, and print one line per shape. Without a GPU: say so."""
+def verify_here(ops, shapes=None, op="rmsnorm", dtypes=("float32",), variant=None, extra: int = 4):
+    """On a GPU: assert the stage against float64 on the op's standard shapes plus
+    `extra` fresh random ones, in each dtype, and print one line per shape.
+    Without a GPU: say so."""
     if not HAS_GPU or ops is None:
         print("no GPU: the stage is checked against float64 in the stored run below")
         return []
     import random
 
+    op = get_op(op)
     rng = random.Random()
-    extra = [(rng.randint(1, 500), rng.randint(1, 70_000)) for _ in range(4)]
-    checked = check.verify_rms_norm(ops, list(shapes) + extra, device="cuda")
-    for c in checked:
-        print(c.row())
-    print(f"all {len(checked)} shapes within fp32 tolerance {check.tolerance(torch.float32)} (atol, rtol)")
+    shapes = list(op.standard_shapes if shapes is None else shapes)
+    shapes += [(rng.randint(1, 500), rng.randint(1, 70_000)) for _ in range(extra)]
+    checked = []
+    for dtype in dtypes:
+        got = check.verify(op, ops, shapes, dtype_of(dtype), "cuda", variant)
+        for c in got:
+            print(f"{dtype:>9} {c.row()}")
+        checked += got
+    print(f"all {len(checked)} checks within tolerance ({', '.join(dtypes)})")
     return checked
 
 
@@ -91,20 +98,23 @@ def chapter_results_path(chapter) -> Path:
     return stage.path.parent / "results.json"
 
 
-def ladder_results(chapter, shapes=None, reps: int = 30) -> dict:
-    """On a GPU: verify and measure stages 02..chapter plus torch, store the record
-    beside the chapter and return it. Without a GPU: return the stored record."""
+def ladder_results(chapter, shapes=None, dtypes=None, reps: int = 30) -> dict:
+    """On a GPU: verify and measure the chapter's op, in each dtype (the stage's
+    by default), for every stage up to the chapter plus torch and peers; store the
+    record beside the chapter and return it. Without a GPU: the stored record."""
+    stage = get_stage(chapter)
     path = chapter_results_path(chapter)
     if HAS_GPU:
-        record = ladder.measure_ladder(chapter, shapes, reps=reps)
+        record = results.new_record()
+        for dtype in dtypes or stage.dtypes:
+            ladder.measure_ladder(stage.op, dtype, chapter, shapes, reps=reps, record=record)
         results.save(record, path)
         print(f"measured on {results.device_line(record)}; stored in {path.parent.name}/{path.name}")
     else:
         record = results.load(path)
         print(f"stored run: {results.device_line(record)}")
     assert record["environment"]["device"] != "cpu", "stored results must come from a GPU run"
-    for row in record["verification"]:
-        assert row["max_rel_err"] < check.tolerance(torch.float32)[1], row
+    assert record["verification"], "a stored run records its correctness checks"
     return record
 
 
@@ -113,35 +123,26 @@ def print_ladder(record: dict) -> None:
         print(ladder.format_case(case) + "\n")
 
 
-def result(record: dict, cols: int, name_start: str, mode: str = "eager+flush") -> dict:
-    """One contender's numbers at one shape (name matched by its start, e.g. '05')."""
-    case = results.find_case(record, cols, mode)
-    return next(r for r in case["results"] if r["name"].startswith(name_start))
+def result(record: dict, cols: int | None, name_start: str, mode: str = "eager+flush", **where) -> dict:
+    """One contender's numbers at one case (name matched by its start, e.g. '05');
+    `where` narrows the case (op=, dtype=, shape=)."""
+    return results.find_result(results.find_case(record, cols, mode, **where), name_start)
 
 
-def show_rejections(ops) -> None:
+def show_rejections(ops, op="rmsnorm") -> None:
     """Call the op with inputs it must refuse; assert each raises a clear Python
     error (ValueError/TypeError) and print the message. Validation runs before any
     launch, so this works without a GPU too (the first complaint is then the device)."""
     if ops is None:
         print("no build here: nothing to call")
         return
-    dev = "cuda" if HAS_GPU else "cpu"
-    x, w = check.random_rmsnorm_inputs((8, 64), device=dev)
-    cases = {
-        "float64 input": lambda: ops.rms_norm(x.double(), w, check.EPS),
-        "weight too short": lambda: ops.rms_norm(x, w[:-1], check.EPS),
-        "transposed input": lambda: ops.rms_norm(x.t(), w[:8].contiguous(), check.EPS),
-        "eps = 0": lambda: ops.rms_norm(x, w, 0.0),
-        "out aliases x": lambda: ops.rms_norm_out(x, w, check.EPS, x),
-    }
-    if HAS_GPU:
-        cases["CPU input"] = lambda: ops.rms_norm(x.cpu(), w.cpu(), check.EPS)
+    op = get_op(op)
+    cases = op.bad_calls(ops, "cuda" if HAS_GPU else "cpu")
     for what, call in cases.items():
         try:
             call()
         except (ValueError, TypeError) as exc:
-            print(f"{what:>17} -> {type(exc).__name__}: {str(exc).splitlines()[0]}")
+            print(f"{what:>20} -> {type(exc).__name__}: {str(exc).splitlines()[0]}")
         else:
             raise AssertionError(f"{what}: accepted, but must raise")
     if HAS_GPU:

@@ -28,11 +28,18 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: f
 
 
 def gelu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
-    """GELU: exact (erf) form, or the tanh approximation with approximate='tanh'."""
+    """GELU: exact (erf) form, or the tanh approximation with approximate='tanh'.
+
+    Written without cancellation so the tiny values of the negative tail are
+    accurate too: x * Phi(x) = 0.5 x erfc(-x / sqrt(2)), and 0.5 (1 + tanh(u)) =
+    sigmoid(2u). Special values: +inf -> +inf, -inf -> 0, NaN -> NaN.
+    """
     x64 = x.double()
     if approximate == "none":
-        return 0.5 * x64 * (1.0 + torch.erf(x64 / math.sqrt(2.0)))
-    if approximate == "tanh":
-        inner = math.sqrt(2.0 / math.pi) * (x64 + 0.044715 * x64.pow(3))
-        return 0.5 * x64 * (1.0 + torch.tanh(inner))
-    raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+        y = 0.5 * x64 * torch.special.erfc(-x64 / math.sqrt(2.0))
+    elif approximate == "tanh":
+        u = math.sqrt(2.0 / math.pi) * (x64 + 0.044715 * x64.pow(3))
+        y = x64 * torch.sigmoid(2.0 * u)
+    else:
+        raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+    return torch.where(x64 == -math.inf, torch.zeros_like(y), y)

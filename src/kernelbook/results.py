@@ -1,11 +1,14 @@
 """Measured runs as JSON: the environment they ran in and one entry per case.
 
 A record looks like
-  {"schema": 1, "environment": {...device, versions, date, commit...},
-   "verification": [{"stage", "shapes", "max_rel_err"}],
-   "cases": [{"rows", "cols", "dtype", "bytes", "mode",
-              "copy": {"ms", "gbps"}, "torch_copy": {"ms", "gbps"},
-              "results": [{"name", "ms", "gbps", "pct_sol", "spread"}]}]}
+  {"schema": 2, "environment": {...device, versions, date, commit...},
+   "verification": [{"stage", "op", "dtype", "shapes", "max_rel_err"}],
+   "cases": [{"op", "dtype", "shape", "rows", "cols", "bytes", "mode", "attempts",
+              "copy": {"ms", "gbps", "spread"}, "torch_copy": {"ms", "gbps", "spread"},
+              "results": [{"name", "ms", "gbps", "pct_sol", "spread", "copy_gbps",
+                           "copy_spread", "flagged", "flag"}]}]}
+"pct_sol" is a result's bandwidth over "copy_gbps", the copy measured in the same
+rounds as that result (re-measured results carry the copy of their own rounds).
 """
 
 from __future__ import annotations
@@ -19,23 +22,31 @@ from pathlib import Path
 
 import torch
 
-SCHEMA = 1
+from .bench import SPREAD_LIMIT
+
+SCHEMA = 2
 
 
 def _git_commit() -> str:
-    """HEAD of the checkout ('+changes' if tracked files differ), or $KERNELBOOK_COMMIT
-    where the tree was copied without its .git (say, to a GPU machine)."""
+    """This checkout's HEAD ('+changes' if tracked files differ), or $KERNELBOOK_COMMIT
+    where the tree was copied without its .git (say, to a GPU machine). A copy of
+    the tree inside some other git checkout is not ours: its HEAD is not recorded."""
     from .stages import repo_root
 
     if os.environ.get("KERNELBOOK_COMMIT"):
         return os.environ["KERNELBOOK_COMMIT"]
+    root = repo_root()
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+
     try:
-        root = repo_root()
-        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
-                             text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError, FileNotFoundError):
+        top = git("rev-parse", "--show-toplevel")
+        if not top or Path(top).resolve() != root.resolve():
+            return "unknown (not a git checkout of kernelbook; set KERNELBOOK_COMMIT)"
+        sha = git("rev-parse", "--short=12", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (sha + ("+changes" if dirty else "")) if sha else "unknown"
 
@@ -84,15 +95,23 @@ def validate(record: dict) -> dict:
     for case in record.get("cases", []):
         for key in ("rows", "cols", "bytes"):
             need(isinstance(case.get(key), int) and case[key] >= 0, f"case.{key} must be a non-negative int")
+        for key in ("op", "dtype"):
+            need(isinstance(case.get(key), str) and case[key], f"case.{key} missing")
         need(case.get("mode") in ("eager+flush", "graph"), "case.mode must be 'eager+flush' or 'graph'")
         need(case.get("copy", {}).get("ms", 0) > 0, "case.copy.ms must be positive")
         need(case.get("results"), "case has no results")
         for r in case["results"]:
             need(isinstance(r.get("name"), str), "result.name missing")
             need(r.get("ms", 0) > 0 and r.get("gbps", 0) > 0, f"{r.get('name')}: ms and gbps must be positive")
-            expect = 100.0 * case["copy"]["ms"] / r["ms"]
-            need(abs(r.get("pct_sol", -1) - expect) <= 0.05 * expect + 0.1,
-                 f"{r['name']}: pct_sol {r.get('pct_sol')} disagrees with copy/op time ({expect:.1f})")
+            need(isinstance(r.get("flagged"), bool), f"{r['name']}: 'flagged' must be true or false")
+            need(not r["flagged"] or r.get("flag"), f"{r['name']}: a flagged result must say why")
+            if not r["flagged"]:
+                need(r["spread"] <= SPREAD_LIMIT, f"{r['name']}: spread {r['spread']:.2f} unflagged")
+                need(r["gbps"] <= r.get("copy_gbps", case["copy"]["gbps"]) * (1 + r.get("copy_spread", 0)) * 1.0001,
+                     f"{r['name']}: faster than the copy beyond its spread, unflagged")
+            expect = 100.0 * r["gbps"] / r.get("copy_gbps", case["copy"]["gbps"])
+            need(abs(r.get("pct_sol", -1) - expect) <= 0.001 * expect + 0.01,
+                 f"{r['name']}: pct_sol {r.get('pct_sol')} disagrees with its bandwidth over the copy's ({expect:.1f})")
     return record
 
 
@@ -107,11 +126,23 @@ def load(path: str | Path) -> dict:
     return validate(json.loads(Path(path).read_text()))
 
 
-def find_case(record: dict, cols: int, mode: str | None = None) -> dict:
+def find_case(record: dict, cols: int | None = None, mode: str | None = None, op: str | None = None,
+              dtype: str | None = None, shape=None) -> dict:
+    """The first case matching every criterion given."""
     for case in record["cases"]:
-        if case["cols"] == cols and (mode is None or case["mode"] == mode):
+        if ((cols is None or case["cols"] == cols) and (mode is None or case["mode"] == mode)
+                and (op is None or case["op"] == op) and (dtype is None or case["dtype"] == dtype)
+                and (shape is None or tuple(case["shape"]) == tuple(shape))):
             return case
-    raise KeyError(f"no case with cols={cols}" + (f" and mode={mode}" if mode else ""))
+    raise KeyError(f"no case with cols={cols}, mode={mode}, op={op}, dtype={dtype}, shape={shape}")
+
+
+def find_result(case: dict, name_start: str) -> dict:
+    """A contender's result in a case, its name matched by its start (e.g. '05')."""
+    for r in case["results"]:
+        if r["name"].startswith(name_start):
+            return r
+    raise KeyError(f"no result starting with {name_start!r} in {[r['name'] for r in case['results']]}")
 
 
 def device_line(record: dict) -> str:
@@ -119,17 +150,38 @@ def device_line(record: dict) -> str:
     return f"{env['device']}, torch {env['torch']}, CUDA {env.get('cuda')}, {env['date'][:10]}, commit {env['commit']}"
 
 
-def markdown_ladder(record: dict, stage_names: list[str]) -> str:
-    """The README's chapter table: % of speed of light per stage at each large shape."""
-    large = [c for c in record["cases"] if c["mode"] == "eager+flush"]
-    header = "| stage | " + " | ".join(f"{c['rows']}×{c['cols']}" for c in large) + " |"
-    lines = [header, "|" + "---|" * (len(large) + 1)]
-    for name in stage_names:
+def ladders(record: dict) -> list[tuple[str, str]]:
+    """The (op, dtype) pairs measured in a record, in order."""
+    seen = []
+    for case in record["cases"]:
+        if (case["op"], case["dtype"]) not in seen:
+            seen.append((case["op"], case["dtype"]))
+    return seen
+
+
+def cell(r: dict) -> str:
+    """A result for a table: the number, or 'flagged' with the reason."""
+    if r.get("flagged"):
+        return f"flagged: {r['flag']}"
+    return f"{r['gbps']:.0f} GB/s ({r['pct_sol']:.0f}%)"
+
+
+def markdown_ladder(record: dict, op: str, dtype: str) -> str:
+    """A table of every contender at each case of one op and dtype: GB/s and % of
+    the copy, or 'flagged' with the reason; the copy's own bandwidth last."""
+    cases = [c for c in record["cases"] if c["op"] == op and c["dtype"] == dtype]
+    names = []
+    for case in cases:
+        names += [r["name"] for r in case["results"] if r["name"] not in names]
+    header = "| contender | " + " | ".join(
+        "×".join(map(str, c["shape"])) + (" (graph)" if c["mode"] == "graph" else "") for c in cases) + " |"
+    lines = [header, "|" + "---|" * (len(cases) + 1)]
+    for name in names:
         cells = []
-        for case in large:
+        for case in cases:
             r = next((r for r in case["results"] if r["name"] == name), None)
-            cells.append(f"{r['gbps']:.0f} GB/s ({r['pct_sol']:.0f}%)" if r else "–")
+            cells.append(cell(r) if r else "–")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    copies = " | ".join(f"{c['copy']['gbps']:.0f} GB/s" for c in large)
+    copies = " | ".join(f"{c['copy']['gbps']:.0f} GB/s (spread {c['copy']['spread']:.2f})" for c in cases)
     lines.append(f"| *copy (speed of light)* | {copies} |")
     return "\n".join(lines)

@@ -26,7 +26,11 @@ class Stage:
     source: str         # the standalone kernel file inside the folder
     title: str
     binding: str        # file in kernelbook/csrc compiled beside the source
-    launcher: str = ""  # the launcher the binding calls (CUDA stages)
+    launcher: str = ""  # the launcher the binding calls (CUDA stages), one overload per dtype
+    op: str = "rmsnorm"                       # a key of kernelbook.ops.OPS
+    dtypes: tuple[str, ...] = ("float32",)    # element types the launcher takes
+    variants: tuple[tuple[str, int], ...] = ()  # (name, number the op takes) for files with several kernels
+    ladder_variants: tuple[str, ...] = ()     # which of them the benchmark ladder times
 
     @property
     def path(self) -> Path:
@@ -40,6 +44,20 @@ class Stage:
     def label(self) -> str:
         return f"{self.chapter} {self.title}"
 
+    def supports(self, op: str, dtype: str) -> bool:
+        return self.op == op and dtype in self.dtypes
+
+    def variant(self, name: str) -> int:
+        return dict(self.variants)[name]
+
+    def contenders(self) -> list[tuple[str, int | None]]:
+        """(label, variant) for each kernel of this stage that the ladder times."""
+        if not self.ladder_variants:
+            return [(self.label, None)]
+        return [(f"{self.label} · {v}", self.variant(v)) for v in self.ladder_variants]
+
+
+HALF_DTYPES = ("float32", "float16", "bfloat16")
 
 STAGES = [
     Stage("01", "01_cpu_reference", "rmsnorm_cpu.cpp", "CPU reference", "cpu_binding.cpp"),
@@ -51,6 +69,15 @@ STAGES = [
           "rmsnorm_binding.cpp", "rmsnorm_warp_forward"),
     Stage("05", "05_float4_vectorization", "rmsnorm_float4.cu", "float4 vectorization",
           "rmsnorm_binding.cpp", "rmsnorm_float4_forward"),
+    Stage("06", "06_half2_gelu", "gelu_half2.cu", "half2 GELU", "gelu_binding.cpp", "gelu_forward",
+          op="gelu", dtypes=HALF_DTYPES,
+          variants=(("scalar", 0), ("half2", 1), ("pack", 2), ("half math", 3)),
+          ladder_variants=("scalar", "half2", "pack")),
+    Stage("07", "07_welford_layernorm", "layernorm_welford.cu", "Welford LayerNorm", "layernorm_binding.cpp",
+          "layernorm_forward", op="layernorm", dtypes=HALF_DTYPES,
+          variants=(("welford", 0), ("two-pass", 1), ("one-pass", 2)), ladder_variants=("welford",)),
+    Stage("08", "08_half_precision_rmsnorm", "rmsnorm_half.cu", "half-precision RMSNorm", "rmsnorm_binding.cpp",
+          "rmsnorm_half_forward", dtypes=HALF_DTYPES),
 ]
 
 
@@ -62,10 +89,12 @@ def get_stage(chapter: str | int) -> Stage:
     raise KeyError(f"no chapter {chapter!r}; known: {', '.join(s.folder for s in STAGES)}")
 
 
-def cuda_stages(upto: str | int | None = None) -> list[Stage]:
-    """The GPU stages, in order, up to and including chapter `upto`."""
+def cuda_stages(upto: str | int | None = None, op: str | None = None, dtype: str | None = None) -> list[Stage]:
+    """The GPU stages, in order, up to and including chapter `upto`; with `op`
+    (and `dtype`), only those that compute that op (in that dtype)."""
     last = int(upto) if upto is not None else 99
-    return [s for s in STAGES if s.is_cuda and int(s.chapter) <= last]
+    return [s for s in STAGES if s.is_cuda and int(s.chapter) <= last
+            and (op is None or s.op == op) and (dtype is None or dtype in s.dtypes)]
 
 
 def source_diff(old: str | int, new: str | int) -> str:

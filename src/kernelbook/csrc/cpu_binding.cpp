@@ -17,7 +17,7 @@ namespace {
 void check_input(const at::Tensor& x) {
   using namespace kernelbook;
   check_rows(x);
-  check_float32(x, "x");
+  check_dtype(x, "x", at::kFloat);
   TORCH_CHECK_VALUE(x.device().is_cpu(), "x must be a CPU tensor for the CPU reference, got device ", x.device().str());
   check_contiguous(x, "x");
 }

@@ -1,0 +1,52 @@
+// Torch binding for the benchmark's own kernels: the speed-of-light copy (copy.cu)
+// and the stream gate (gate.cu). kernelbook.build defines KERNELBOOK_NS; the ops
+// are torch.ops.<KERNELBOOK_NS>.copy and .gate_wait.
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime.h>
+#include <torch/library.h>
+
+#include "checks.h"
+
+cudaError_t copy_float4_forward(const float* src, float* dst, int64_t n, cudaStream_t stream);
+cudaError_t gate_wait_forward(int* state, int ticket, int64_t timeout_ns, cudaStream_t stream);
+
+namespace {
+
+at::Tensor& copy(const at::Tensor& src, at::Tensor& dst) {
+  using namespace kernelbook;
+  check_dtype(src, "src", at::kFloat);
+  TORCH_CHECK_VALUE(src.is_cuda(), "src must be a CUDA tensor, got device ", src.device().str());
+  check_contiguous(src, "src");
+  check_out(dst, src, "dst", "src");
+  TORCH_CHECK_VALUE(reinterpret_cast<std::uintptr_t>(src.data_ptr()) % 16 == 0 &&
+                        reinterpret_cast<std::uintptr_t>(dst.data_ptr()) % 16 == 0,
+                    "copy needs 16-byte aligned src and dst");
+  c10::cuda::CUDAGuard guard(src.device());
+  const cudaError_t err = copy_float4_forward(src.data_ptr<float>(), dst.data_ptr<float>(), src.numel(),
+                                              c10::cuda::getCurrentCUDAStream().stream());
+  TORCH_CHECK(err == cudaSuccess, "copy launch failed: ", cudaGetErrorString(err));
+  return dst;
+}
+
+// Queue a wait on the current stream until state[0] >= ticket (written by the host).
+void gate_wait(const at::Tensor& state, int64_t ticket, int64_t timeout_ns) {
+  TORCH_CHECK_VALUE(state.device().is_cpu() && state.is_pinned() && state.scalar_type() == at::kInt &&
+                        state.numel() == 2 && state.is_contiguous(),
+                    "gate state must be a pinned CPU int32 tensor of 2 elements");
+  void* device_ptr = nullptr;
+  cudaError_t err = cudaHostGetDevicePointer(&device_ptr, state.data_ptr(), 0);
+  TORCH_CHECK(err == cudaSuccess, "gate state is not mapped into the GPU's address space: ",
+              cudaGetErrorString(err));
+  err = gate_wait_forward(static_cast<int*>(device_ptr), static_cast<int>(ticket), timeout_ns,
+                          c10::cuda::getCurrentCUDAStream().stream());
+  TORCH_CHECK(err == cudaSuccess, "gate launch failed: ", cudaGetErrorString(err));
+}
+
+}  // namespace
+
+#define KERNELBOOK_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)  // expands KERNELBOOK_NS first
+KERNELBOOK_LIBRARY(KERNELBOOK_NS, m) {
+  m.def("copy(Tensor src, Tensor(a!) dst) -> Tensor(a!)", &copy);
+  m.def("gate_wait(Tensor state, int ticket, int timeout_ns) -> ()", &gate_wait);
+}

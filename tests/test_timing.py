@@ -1,0 +1,119 @@
+"""The timer: host launch time never enters a GPU timing, the copy keeps up with
+torch's, and impossible or noisy results are flagged (the judging runs on CPU)."""
+
+import time
+
+import pytest
+import torch
+
+from kernelbook import bench, ladder, results
+from kernelbook.ops import OPS
+
+HOST_DELAY_S = 0.2e-3
+
+
+def busy_wait(seconds=HOST_DELAY_S):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def direct_and_slow_launch(rows, cols):
+    from kernelbook.build import load_stage
+
+    op, ops = OPS["rmsnorm"], load_stage("05")
+    inputs = {}
+
+    def make_call(k):
+        if k not in inputs:
+            inputs[k] = op.make_inputs((rows, cols), torch.float32, "cuda")
+        inp = inputs[k]
+        return lambda: op.call_stage(ops, inp)
+
+    return [bench.Contender("direct", make_call), bench.Contender("slow host", make_call, host_work=busy_wait)]
+
+
+# 256 MiB moved: timed call by call after an L2 flush; 4 MiB: CUDA-graph replay.
+MODES = [(8192, 4096, bench.EAGER), (256, 4096, bench.GRAPH)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rows, cols, mode", MODES, ids=[m for *_, m in MODES])
+def test_host_launch_time_does_not_enter_the_timing(rows, cols, mode):
+    nbytes = OPS["rmsnorm"].nbytes((rows, cols), torch.float32)
+    samples, timed_out = bench.time_round_robin(direct_and_slow_launch(rows, cols), nbytes, reps=30, mode=mode)
+    assert not timed_out
+    direct = bench.summarize("direct", samples["direct"], nbytes)
+    slow = bench.summarize("slow host", samples["slow host"], nbytes)
+    print(f"\n{mode}: direct {direct.ms * 1e3:.1f} us (spread {direct.spread:.3f}), "
+          f"slow host {slow.ms * 1e3:.1f} us (spread {slow.spread:.3f})")
+    assert abs(slow.ms - direct.ms) <= 0.03 * direct.ms, (direct, slow)
+
+
+@pytest.mark.gpu
+def test_without_the_gate_host_time_is_timed():
+    # The control: the same measurement without the gate reads the host's delay as
+    # kernel time, so the test above can fail.
+    rows, cols = 8192, 4096
+    nbytes = OPS["rmsnorm"].nbytes((rows, cols), torch.float32)
+    samples, _ = bench.time_round_robin(direct_and_slow_launch(rows, cols), nbytes, reps=15, gated=False)
+    direct, slow = (bench.summarize(n, samples[n], nbytes).ms for n in ("direct", "slow host"))
+    assert slow > direct + 0.5 * HOST_DELAY_S * 1e3, (direct, slow)
+
+
+@pytest.mark.gpu
+def test_copy_kernel_keeps_up_with_torch_copy():
+    ours, theirs = bench.copy_speed_of_light(2**30, reps=50)
+    print(f"\ncopy 1 GiB: ours {ours.gbps:.0f} GB/s, torch copy_ {theirs.gbps:.0f} GB/s")
+    assert ours.gbps >= theirs.gbps * (1 - max(ours.spread, theirs.spread)), (ours, theirs)
+
+
+def timing(ms, spread):
+    return bench.Timing("t", ms, spread, 1_000_000)
+
+
+def test_judge_flags_impossible_noisy_and_timed_out():
+    copy = timing(1.0, 0.02)
+    assert ladder._judge(timing(1.05, 0.02), copy, False) == ""
+    assert ladder._judge(timing(1.0 / 1.01, 0.02), copy, False) == ""        # 1% faster: within the copy's spread
+    assert "faster than the copy" in ladder._judge(timing(0.9, 0.02), copy, False)
+    assert "noisy" in ladder._judge(timing(1.2, 0.3), copy, False)
+    assert "timed out" in ladder._judge(timing(1.2, 0.01), copy, True)
+    assert "copy reference noisy" in ladder._judge(timing(1.2, 0.01), timing(1.0, 0.5), False)
+
+
+def record_with(result):
+    record = {"schema": results.SCHEMA, "environment": {"device": "NVIDIA H100", "date": "2026-11-22T00:00:00Z",
+                                                        "commit": "abc", "torch": "2.11"},
+              "verification": [], "cases": [{
+                  "op": "rmsnorm", "dtype": "float32", "shape": [8192, 4096], "rows": 8192, "cols": 4096,
+                  "bytes": 2**28, "mode": "eager+flush", "attempts": 3,
+                  "copy": {"ms": 0.1, "gbps": 2684.0, "spread": 0.02},
+                  "torch_copy": {"ms": 0.1, "gbps": 2684.0, "spread": 0.02}, "results": [result]}]}
+    return record
+
+
+def result(gbps, spread, flag=""):
+    return {"name": "torch.compile F.rms_norm", "ms": 2**28 / gbps / 1e6, "gbps": gbps, "pct_sol": 100 * gbps / 2684.0,
+            "spread": spread, "copy_gbps": 2684.0, "copy_spread": 0.02, "flagged": bool(flag), "flag": flag}
+
+
+def test_records_refuse_unflagged_impossible_or_noisy_results():
+    with pytest.raises(ValueError, match="faster than the copy"):
+        results.validate(record_with(result(2800.0, 0.01)))
+    with pytest.raises(ValueError, match="spread"):
+        results.validate(record_with(result(2000.0, 0.5)))
+    results.validate(record_with(result(2800.0, 0.01, "faster than the copy (104%) beyond its spread")))
+
+
+def test_flagged_results_show_as_flagged_in_tables_and_plots(tmp_path):
+    from kernelbook import plot
+
+    record = results.validate(record_with(result(2000.0, 0.5, "noisy (spread 0.50 > 0.1)")))
+    table = results.markdown_ladder(record, "rmsnorm", "float32")
+    assert "flagged: noisy" in table and "2000 GB/s" not in table
+    text = ladder.format_case(record["cases"][0])
+    assert "FLAGGED" in text and "2000" not in text
+    fig = plot.ladder(record, cols=4096)
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert any(t.startswith("flagged") for t in labels) and not any("2000 GB/s" in t for t in labels)
