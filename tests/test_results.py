@@ -60,3 +60,26 @@ def test_validation_rejects_inconsistent_records():
 def test_readme_table_is_generated_from_committed_results():
     assert main(["readme", "--check", "--results", str(ROOT / "book/results/ladder.json"),
                  "--readme", str(ROOT / "README.md")]) == 0
+
+
+def test_recorded_commit_is_the_projects_own(tmp_path, monkeypatch):
+    # A copy of the tree inside some other git checkout must not record that checkout's HEAD.
+    import subprocess
+
+    outer = tmp_path / "outer"
+    inner = outer / "copy"
+    (inner / "chapters").mkdir(parents=True)
+    (inner / "src" / "kernelbook").mkdir(parents=True)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(outer)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (outer / "f").write_text("x")
+    subprocess.run([*git, "add", "f"], check=True)
+    subprocess.run([*git, "commit", "-qm", "outer"], check=True)
+    monkeypatch.setenv("KERNELBOOK_ROOT", str(inner))
+    monkeypatch.delenv("KERNELBOOK_COMMIT", raising=False)
+    assert results._git_commit().startswith("unknown")
+    monkeypatch.setenv("KERNELBOOK_COMMIT", "0123456789ab")
+    assert results._git_commit() == "0123456789ab"
+    monkeypatch.delenv("KERNELBOOK_COMMIT")
+    monkeypatch.setenv("KERNELBOOK_ROOT", str(ROOT))
+    assert not results._git_commit().startswith("unknown")

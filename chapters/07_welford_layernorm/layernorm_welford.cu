@@ -1,0 +1,815 @@
+// Chapter 07 — Welford LayerNorm: one pass, numerically stable, at copy speed
+//
+//   mean[r] = mean_i x[r, i]        var[r] = mean_i (x[r, i] - mean[r])^2   (biased)
+//   y[r, i] = (x[r, i] - mean[r]) / sqrt(var[r] + eps) * weight[i] + bias[i]
+//
+// What this stage adds: LayerNorm needs two statistics per row, and the cheap way
+// to get both in one pass, var = E[x^2] - E[x]^2, cancels catastrophically in
+// fp32 when the mean is large against the spread. A row of 40000, 40001, 40002,
+// 40003 has var = 1.25, but x^2 is about 1.6e9, where neighbouring floats are 128
+// apart: E[x^2] - E[x]^2 subtracts two rounded numbers that agree in every digit
+// the variance lives in, and returns garbage, often negative (NaN after the
+// rsqrt). A row of all 1234.0 (var = 0) can come out at +-0.1 instead of 0.
+// Welford's update keeps a running mean and the sum of squared deviations M2
+// instead of raw sums, so nothing large is ever subtracted:
+//     n += 1;  d = v - mean;  mean += d / n;  M2 += d * (v - mean)
+// and Chan's formula merges two partial results (na, ma, Ma) and (nb, mb, Mb):
+//     n = na + nb;  d = mb - ma;  mean = ma + d * nb / n;  M2 = Ma + Mb + d^2 * na * nb / n
+// so the statistics of a row still come out of one read and one reduction:
+// Welford inside each 16-byte vector, Chan across a thread's vectors, across the
+// lanes of a warp (__shfl_xor_sync) and across the warps of a block (shared
+// memory, one barrier). A constant row gives var = 0 exactly: the first update
+// sets the mean to the value itself, every later d is 0, and every merge sees d = 0.
+//
+// method (the launcher's argument; the notebook compares them):
+//   0  Welford + Chan as above (the stage).
+//   1  two-pass over the register-resident row: a block sum for the mean, then a
+//      second block sum of (x - mean)^2. Stable; two reductions instead of one.
+//   2  one pass of sum and sum of squares, var = E[x^2] - E[x]^2 in fp32. Kept only
+//      to show the failure: nothing is clamped, a negative variance becomes NaN.
+//
+// Semantics (torch.nn.functional.layer_norm): biased variance, eps inside the
+// sqrt, statistics in fp32 for fp32, fp16 and bf16 alike; weight and bias are each
+// optional (nullptr reads as 1 and 0). x, weight, bias and y share one dtype and
+// y = round_T((float(x) - mean) * rstd * float(w) + float(b)), rounded once.
+//
+// Paths, picked per launch (16-byte vectors: 4 floats or 8 halves):
+//   * aligned: x, y, weight, bias 16-byte aligned and cols a multiple of the
+//     vector width; every access is 16 bytes wide.
+//   * peeled: rows that do not start on a 16-byte boundary (odd cols in fp16, a
+//     tensor starting at an odd offset) while x and y share their misalignment:
+//     the row's first elements up to a 16-byte boundary (the head) and its last
+//     partial vector (the tail) are read one element each by a few threads; the
+//     body in between still moves in 16-byte vectors. Rows longer than a warp's
+//     worth only (short rows take the scalar path).
+//   * scalar: anything else, element by element; still one read of x.
+//   Row lengths, in vectors of the path (4 floats, 8 halves, or 1 element):
+//   * <= 128 vectors (fp32 <= 512, fp16/bf16 <= 1,024 columns): 4 to 32 lanes
+//     per row, several rows per warp and per 128-thread block; the statistics
+//     are merged with shuffles alone, no shared memory and no barrier.
+//   * <= 8,192 vectors (fp32 <= 32,768, fp16/bf16 <= 65,536 columns): one block
+//     per row, 64 to 512 threads holding about 4 vectors each (8 or 16 at the
+//     long end); the row stays in registers between the statistics and the
+//     normalize, so x is read once. Weight and bias are read after the
+//     reduction: they are shared by every row and stay in L2.
+//   * longer: a streaming fallback, 512 threads, reads x twice (Welford in the
+//     first pass, normalize in the second; method 1 reads it three times).
+//
+// Works for any number of rows (0, 1, more than 65,535: the grid is capped and
+// blocks loop over rows) and any row length >= 1 (cols = 1 gives y = bias);
+// offsets are 64-bit. x, weight, bias and y must be contiguous and aligned to
+// their element size; y must not alias x (the streaming path reads x again
+// after writing y, and the kernels promise the compiler no overlap). A NaN or
+// inf in a row makes that row NaN and no other.
+//
+// Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
+// Measured:      (pending a GPU run)
+
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace {
+
+constexpr int kMaxThreads = 512;                // block path and streaming path
+constexpr int kMaxWarps = kMaxThreads / 32;
+constexpr int kWarpPathThreads = 128;           // block size of the short-row path
+constexpr int kWarpPathVpt = 4;                 // vectors per lane on the short-row path
+constexpr int kMaxGrid = 65535;                 // blocks loop over the rows beyond
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// ---- element conversions: intrinsics only (torch builds with the half operators off)
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+// Two 16-bit values in one 32-bit register (float: unused).
+template <typename T> struct Pair { using type = T; };
+template <> struct Pair<__half> { using type = __half2; };
+template <> struct Pair<__nv_bfloat16> { using type = __nv_bfloat162; };
+
+__device__ __forceinline__ float lo_float(__half2 v) { return __low2float(v); }
+__device__ __forceinline__ float hi_float(__half2 v) { return __high2float(v); }
+__device__ __forceinline__ float lo_float(__nv_bfloat162 v) { return __low2float(v); }
+__device__ __forceinline__ float hi_float(__nv_bfloat162 v) { return __high2float(v); }
+
+template <typename T> __device__ __forceinline__ typename Pair<T>::type pair_from_floats(float a, float b);
+template <> __device__ __forceinline__ __half2 pair_from_floats<__half>(float a, float b) { return __floats2half2_rn(a, b); }
+template <> __device__ __forceinline__ __nv_bfloat162 pair_from_floats<__nv_bfloat16>(float a, float b) {
+  return __floats2bfloat162_rn(a, b);
+}
+
+// N elements moved as one access: 16 bytes (LDG.128 / STG.128) when N * sizeof(T)
+// == 16. 16-bit elements are stored as pairs (__half2, __nv_bfloat162): a row
+// slice then occupies N / 2 registers per vector, converted pairwise when used;
+// as single 16-bit values the compiler gives each its own register and the
+// 64K-element rows no longer fit.
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Pack {
+  static constexpr bool kPairs = sizeof(T) == 2 && N % 2 == 0;
+  using Word = std::conditional_t<kPairs, typename Pair<T>::type, T>;
+  Word w[kPairs ? N / 2 : N];
+
+  __device__ __forceinline__ float get(int e) const {  // element e as float; e is a compile-time constant
+    if constexpr (kPairs) return e % 2 == 0 ? lo_float(w[e / 2]) : hi_float(w[e / 2]);
+    else return to_float(w[e]);
+  }
+  __device__ __forceinline__ void set(const float (&f)[N]) {  // round each value once
+    if constexpr (kPairs) {
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) w[i] = pair_from_floats<T>(f[2 * i], f[2 * i + 1]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < N; ++i) w[i] = from_float<T>(f[i]);
+    }
+  }
+};
+
+// One access per Pack. A 16-byte Pack of __half2 would otherwise be read as four
+// 4-byte loads: go through uint4 so the compiler emits LDG.128 / STG.128; the
+// bit copy (memcpy) stays in registers.
+template <typename P>
+__device__ __forceinline__ P load_vec(const P* src) {
+  if constexpr (sizeof(P) == 16) {
+    const uint4 u = *reinterpret_cast<const uint4*>(src);
+    P r;
+    std::memcpy(&r, &u, sizeof(P));
+    return r;
+  } else {
+    return *src;
+  }
+}
+
+template <typename P>
+__device__ __forceinline__ void store_vec(P* dst, const P& v) {
+  if constexpr (sizeof(P) == 16) {
+    uint4 u;
+    std::memcpy(&u, &v, sizeof(P));
+    *reinterpret_cast<uint4*>(dst) = u;
+  } else {
+    *dst = v;
+  }
+}
+
+// ---- statistics ---------------------------------------------------------------
+
+struct Stats {
+  float n, mean, m2;  // count, mean, sum of squared deviations from the mean
+};
+
+// Chan's merge. `f` is b's share of the merged count. An empty side (n = 0,
+// mean 0, m2 0) must leave the other side exactly as it is, and two empty sides
+// must not divide 0 by 0: when a is empty f is exactly 1 (so the result is b,
+// bit for bit), when b is empty f is 0. Otherwise f is b.n / n with the fast
+// reciprocal (__fdividef, 2 ulp), which keeps the IEEE division's slow-path
+// subroutine (and the registers it pins) out of the kernels; the mean and M2
+// are still merged to fp32 accuracy, and a constant row still merges exactly
+// because d = 0. d * (d * (na * f)) rather than d * d * na * f: with an empty
+// side na * f is 0 and so is the term, even where d * d would overflow.
+__device__ __forceinline__ Stats chan_merge(Stats a, Stats b) {
+  const float n = a.n + b.n;
+  const float f = a.n == 0.0f ? 1.0f : __fdividef(b.n, n);
+  const float d = b.mean - a.mean;
+  return {n, a.mean + d * f, a.m2 + b.m2 + d * (d * (a.n * f))};
+}
+
+// Welford over the N elements of one vector. The count is a compile-time constant,
+// so 1/(e+1) is folded into a multiply: no division. The first step sets the mean
+// to the first value exactly.
+template <typename T, int N>
+__device__ __forceinline__ Stats pack_welford(const Pack<T, N>& p) {
+  float mean = 0.0f, m2 = 0.0f;
+#pragma unroll
+  for (int e = 0; e < N; ++e) {
+    const float v = p.get(e);
+    const float d = v - mean;
+    mean += d * (1.0f / static_cast<float>(e + 1));
+    m2 += d * (v - mean);
+  }
+  return {static_cast<float>(N), mean, m2};
+}
+
+// One Welford step with a run-time count (the peeled path's head/tail
+// elements): Chan's merge with a one-element side, n = 1, mean = v, M2 = 0.
+__device__ __forceinline__ Stats welford_push(Stats s, float v) { return chan_merge(s, Stats{1.0f, v, 0.0f}); }
+
+// A thread's vectors v[0..VPT) of which the first `nk` belong to the row (slots
+// past the row's end are always at the back, so the valid ones are a prefix).
+// Slot k is merged into the running statistics of slots 0..k-1, whose count is
+// k * N: b's share is 1 / (k + 1), a compile-time constant again.
+template <typename T, int N, int VPT>
+__device__ __forceinline__ Stats thread_welford(const Pack<T, N> (&v)[VPT], int nk) {
+  Stats s{0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int k = 0; k < VPT; ++k) {
+    if (k < nk) {
+      const Stats p = pack_welford(v[k]);
+      const float f = 1.0f / static_cast<float>(k + 1);
+      const float d = p.mean - s.mean;
+      s.mean += d * f;
+      s.m2 += p.m2 + d * (d * (static_cast<float>(k * N) * f));
+      s.n = static_cast<float>((k + 1) * N);
+    }
+  }
+  return s;
+}
+
+template <typename T, int N, int VPT>
+__device__ __forceinline__ float thread_sum(const Pack<T, N> (&v)[VPT], int nk) {
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < VPT; ++k)
+    if (k < nk) {
+#pragma unroll
+      for (int e = 0; e < N; ++e) s += v[k].get(e);
+    }
+  return s;
+}
+
+template <typename T, int N, int VPT>
+__device__ __forceinline__ float thread_sum_sq_dev(const Pack<T, N> (&v)[VPT], int nk, float mean) {
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < VPT; ++k)
+    if (k < nk) {
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        const float d = v[k].get(e) - mean;
+        s += d * d;
+      }
+    }
+  return s;
+}
+
+template <typename T, int N, int VPT>
+__device__ __forceinline__ float thread_sum_sq(const Pack<T, N> (&v)[VPT], int nk) {
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < VPT; ++k)
+    if (k < nk) {
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        const float x = v[k].get(e);
+        s += x * x;
+      }
+    }
+  return s;
+}
+
+// ---- reductions across the threads of a row ---------------------------------------
+
+// G consecutive lanes own one row (G = 2..32). Tree merge: at each step lane i
+// takes lane i + o's statistics (__shfl_down_sync within the group of G) and
+// merges them on its right, so the group's first lane ends with the row's
+// statistics (the other lanes hold partial or meaningless values). A butterfly
+// (xor) would leave the result in every lane, but Chan's merge is not symmetric
+// in rounding: the two partners would end with slightly different statistics,
+// and the row would be normalized with more than one mean. Broadcasting the
+// first lane's result afterwards costs two shuffles and gives every lane the
+// same bits.
+template <int G>
+__device__ __forceinline__ Stats group_merge(Stats s) {
+#pragma unroll
+  for (int o = G / 2; o > 0; o >>= 1) {
+    const Stats t{__shfl_down_sync(kFullMask, s.n, o, G), __shfl_down_sync(kFullMask, s.mean, o, G),
+                  __shfl_down_sync(kFullMask, s.m2, o, G)};
+    s = chan_merge(s, t);
+  }
+  return s;
+}
+
+// mean and M2 of the group's first lane, to every lane of the group (n is not needed).
+template <int G>
+__device__ __forceinline__ Stats group_broadcast(Stats s) {
+  return {s.n, __shfl_sync(kFullMask, s.mean, 0, G), __shfl_sync(kFullMask, s.m2, 0, G)};
+}
+
+template <int G>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int o = G / 2; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
+  return v;
+}
+
+// Short rows: no shared memory, no barrier.
+template <int G>
+struct GroupReduce {
+  __device__ __forceinline__ Stats merge(Stats s) { return group_broadcast<G>(group_merge<G>(s)); }
+  __device__ __forceinline__ float sum(float v) { return group_sum<G>(v); }
+  __device__ __forceinline__ void sum2(float& a, float& b) {
+    a = group_sum<G>(a);
+    b = group_sum<G>(b);
+  }
+};
+
+// One row per block of WARPS warps: each warp merges its lanes into lane 0,
+// which writes the warp's result to shared memory; one barrier; then every warp
+// merges the WARPS per-warp results itself (lane l reads warp l % WARPS, so
+// each group of WARPS lanes holds the full set) and broadcasts its first lane's
+// result, so all threads get the same bits without a second barrier. Sums
+// (methods 1 and 2) use xor butterflies instead: addition is commutative, so
+// every lane gets the same bits anyway. Consecutive reductions alternate
+// between two slot sets: a warp that runs ahead to the next reduction writes
+// the other set, and it can not come back to this one before every warp has
+// passed the next barrier, i.e. has finished reading this one.
+template <int WARPS>
+struct BlockReduce {
+  float (*slots)[3][WARPS];
+  int parity;
+
+  __device__ __forceinline__ Stats merge(Stats s) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    s = group_merge<32>(s);
+    if (lane == 0) {
+      slots[parity][0][warp] = s.n;
+      slots[parity][1][warp] = s.mean;
+      slots[parity][2][warp] = s.m2;
+    }
+    __syncthreads();
+    const int l = lane % WARPS;
+    const Stats w{slots[parity][0][l], slots[parity][1][l], slots[parity][2][l]};
+    parity ^= 1;
+    return group_broadcast<32>(group_merge<WARPS>(w));
+  }
+
+  __device__ __forceinline__ float sum(float v) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = group_sum<32>(v);
+    if (lane == 0) slots[parity][0][warp] = v;
+    __syncthreads();
+    const float r = slots[parity][0][lane % WARPS];
+    parity ^= 1;
+    return group_sum<WARPS>(r);
+  }
+
+  __device__ __forceinline__ void sum2(float& a, float& b) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    a = group_sum<32>(a);
+    b = group_sum<32>(b);
+    if (lane == 0) {
+      slots[parity][0][warp] = a;
+      slots[parity][1][warp] = b;
+    }
+    __syncthreads();
+    a = slots[parity][0][lane % WARPS];
+    b = slots[parity][1][lane % WARPS];
+    parity ^= 1;
+    a = group_sum<WARPS>(a);
+    b = group_sum<WARPS>(b);
+  }
+};
+
+// sum / cols, correctly rounded in practice: the product with the rounded
+// reciprocal is within about an ulp, and one fma-based correction (the
+// residual sum - q * cols is exact) fixes it, without the IEEE division's
+// slow-path subroutine. Method 1 needs it: a constant row sums exactly (for
+// moderate lengths) and its mean must then come out exactly, so x - mean = 0.
+__device__ __forceinline__ float divide_by_cols(float sum, float cols, float inv_cols) {
+  const float q = sum * inv_cols;
+  return fmaf(fmaf(-q, cols, sum), inv_cols, q);
+}
+
+// mean and rstd of a row whose elements are held by the threads of `red`: each
+// thread has nk valid vectors in v and, on the peeled path, maybe one extra element.
+template <class Reduce, typename T, int N, int VPT>
+__device__ __forceinline__ void row_stats(int method, const Pack<T, N> (&v)[VPT], int nk, bool has_edge,
+                                          float edge, float cols, float inv_cols, float eps, Reduce& red, float& mean,
+                                          float& rstd) {
+  float var;
+  if (method == 0) {
+    Stats s = thread_welford(v, nk);
+    if (has_edge) s = welford_push(s, edge);
+    s = red.merge(s);
+    mean = s.mean;
+    var = s.m2 * inv_cols;
+  } else if (method == 1) {
+    float a = thread_sum(v, nk);
+    if (has_edge) a += edge;
+    mean = divide_by_cols(red.sum(a), cols, inv_cols);
+    float q = thread_sum_sq_dev(v, nk, mean);
+    if (has_edge) q += (edge - mean) * (edge - mean);
+    var = red.sum(q) * inv_cols;
+  } else {
+    float a = thread_sum(v, nk), q = thread_sum_sq(v, nk);
+    if (has_edge) {
+      a += edge;
+      q += edge * edge;
+    }
+    red.sum2(a, q);
+    mean = a * inv_cols;
+    var = q * inv_cols - mean * mean;  // the unstable shortcut: may be negative
+  }
+  rstd = rsqrtf(var + eps);
+}
+
+// ---- normalize ----------------------------------------------------------------
+
+__device__ __forceinline__ float affine(float v, float mean, float rstd, float w, float b) {
+  return fmaf((v - mean) * rstd, w, b);
+}
+
+// Reads N weights and biases starting at element c (1 and 0 where absent): one
+// 16-byte access each when `vec`, else N scalar reads (c is then not 16-byte aligned).
+template <typename T, int N>
+__device__ __forceinline__ void load_affine(const T* __restrict__ weight, const T* __restrict__ bias,
+                                            int64_t c, bool vec, float (&w)[N], float (&b)[N]) {
+  if (vec) {
+    if (weight) {
+      const Pack<T, N> p = load_vec(reinterpret_cast<const Pack<T, N>*>(weight + c));
+#pragma unroll
+      for (int e = 0; e < N; ++e) w[e] = p.get(e);
+    } else {
+#pragma unroll
+      for (int e = 0; e < N; ++e) w[e] = 1.0f;
+    }
+    if (bias) {
+      const Pack<T, N> p = load_vec(reinterpret_cast<const Pack<T, N>*>(bias + c));
+#pragma unroll
+      for (int e = 0; e < N; ++e) b[e] = p.get(e);
+    } else {
+#pragma unroll
+      for (int e = 0; e < N; ++e) b[e] = 0.0f;
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) {
+      w[e] = weight ? to_float(weight[c + e]) : 1.0f;
+      b[e] = bias ? to_float(bias[c + e]) : 0.0f;
+    }
+  }
+}
+
+template <typename T, int N>
+__device__ __forceinline__ Pack<T, N> normalize_pack(const Pack<T, N>& v, float mean, float rstd,
+                                                     const float (&w)[N], const float (&b)[N]) {
+  float f[N];
+#pragma unroll
+  for (int e = 0; e < N; ++e) f[e] = affine(v.get(e), mean, rstd, w[e], b[e]);
+  Pack<T, N> out;
+  out.set(f);
+  return out;
+}
+
+// Where a row sits relative to 16-byte boundaries (peeled path). head: elements
+// before the first boundary; body: whole vectors; tail: what is left. Thread t
+// below head + tail owns edge element edge_index(t).
+struct RowSplit {
+  int64_t head, body, tail;
+  __device__ __forceinline__ int64_t edge_index(int64_t t, int N) const {
+    return t < head ? t : head + body * N + (t - head);
+  }
+};
+
+template <typename T, int N, bool PEEL>
+__device__ __forceinline__ RowSplit split_row(const T* xr, int64_t cols) {
+  int64_t head = 0;
+  if constexpr (PEEL) {
+    const int mis = static_cast<int>(reinterpret_cast<std::uintptr_t>(xr) % 16);
+    head = mis == 0 ? 0 : (16 - mis) / static_cast<int>(sizeof(T));
+    head = head < cols ? head : cols;
+  }
+  const int64_t body = (cols - head) / N;
+  return {head, body, cols - head - body * N};
+}
+
+// ---- kernels ----------------------------------------------------------------------
+
+// Writes the peeled path's edge element c of the row (one per owning thread).
+template <typename T>
+__device__ __forceinline__ void store_edge(T* yr, const T* __restrict__ weight, const T* __restrict__ bias,
+                                           int64_t c, float v, float mean, float rstd) {
+  yr[c] = from_float<T>(affine(v, mean, rstd, weight ? to_float(weight[c]) : 1.0f, bias ? to_float(bias[c]) : 0.0f));
+}
+
+// Short rows: G lanes per row, 32 / G rows per warp, kWarpPathThreads / G rows
+// per block, kWarpPathVpt vectors per lane. The loop bound is the same for the
+// whole warp (a group whose row is past the end just holds no data), so every
+// lane takes part in every shuffle. On the peeled path G >= 16: the head and
+// tail elements (at most 2 * (N - 1) = 14) each get a lane.
+template <typename T, int N, bool PEEL, int G>
+__global__ void __launch_bounds__(kWarpPathThreads, 8)
+layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                      T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps,
+                      int method, bool wb_vec) {
+  constexpr int VPT = kWarpPathVpt;
+  constexpr int kRowsPerWarp = 32 / G;
+  constexpr int kRowsPerBlock = kWarpPathThreads / G;
+  static_assert(!PEEL || G >= 2 * (N - 1), "every head/tail element needs a lane");
+  using P = Pack<T, N>;
+  const int lane = threadIdx.x % 32, t = lane % G;
+  GroupReduce<G> red;
+
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x / 32) * kRowsPerWarp;
+       first < rows; first += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
+    const int64_t row = first + lane / G;
+    const bool live = row < rows;
+    const T* xr = x + (live ? row : 0) * cols;
+    const RowSplit s = split_row<T, N, PEEL>(xr, cols);
+    const int nb = live ? static_cast<int>(s.body) : 0;
+    const P* xv = reinterpret_cast<const P*>(xr + s.head);
+
+    P v[VPT];
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {  // all loads issued before the reduction needs them
+      const int i = t + k * G;
+      if (i < nb) v[k] = load_vec(xv + i);
+    }
+    bool has_edge = false;
+    float edge = 0.0f;
+    if constexpr (PEEL) {
+      has_edge = live && t < s.head + s.tail;
+      if (has_edge) edge = to_float(xr[s.edge_index(t, N)]);
+    }
+    const int nk = t < nb ? min(VPT, (nb - t + G - 1) / G) : 0;
+
+    float mean, rstd;
+    row_stats(method, v, nk, has_edge, edge, static_cast<float>(cols), inv_cols, eps, red, mean, rstd);
+
+    T* yr = y + (live ? row : 0) * cols;
+    P* yv = reinterpret_cast<P*>(yr + s.head);
+    const bool vec = !PEEL || (wb_vec && s.head == 0);  // weight + c is aligned only when c % N == 0
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int i = t + k * G;
+      if (i < nb) {
+        float w[N], b[N];
+        load_affine<T, N>(weight, bias, s.head + static_cast<int64_t>(i) * N, vec, w, b);
+        store_vec(yv + i, normalize_pack(v[k], mean, rstd, w, b));
+      }
+    }
+    if constexpr (PEEL) {
+      if (has_edge) store_edge(yr, weight, bias, s.edge_index(t, N), edge, mean, rstd);
+    }
+  }
+}
+
+// Register budget of the block path: 64 registers a thread (two 512-thread
+// blocks, or more smaller ones, per SM), 128 for the 16-vector slices of the
+// longest rows (one 512-thread block per SM). Asking for the occupancy also
+// keeps ptxas from its own guess, which spilled a few bytes here and there.
+template <int N, int THREADS, int VPT>
+constexpr int kBlocksPerSm = (N > 1 && VPT >= 16 ? 512 : 1024) / THREADS;
+
+// One row per block of THREADS threads, VPT vectors per thread held in
+// registers. THREADS is a compile-time constant so that slot k's address is the
+// slot-0 address plus an immediate (k * THREADS * 16 bytes): no per-slot address
+// registers to keep alive across the reduction. Rows on this path have at most
+// 16,384 vectors, so in-row indices fit in 32 bits.
+template <typename T, int N, bool PEEL, int THREADS, int VPT>
+__global__ void __launch_bounds__(THREADS, kBlocksPerSm<N, THREADS, VPT>)
+layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                       T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps,
+                      int method, bool wb_vec) {
+  using P = Pack<T, N>;
+  constexpr int kWarps = THREADS / 32;
+  __shared__ float slots[2][3][kWarps];
+  BlockReduce<kWarps> red{slots, 0};
+  const int tid = threadIdx.x;
+
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* xr = x + row * cols;
+    const RowSplit s = split_row<T, N, PEEL>(xr, cols);
+    const int nb = static_cast<int>(s.body);
+    const P* xv = reinterpret_cast<const P*>(xr + s.head) + tid;
+
+    P v[VPT];
+#pragma unroll
+    for (int k = 0; k < VPT; ++k)
+      if (tid + k * THREADS < nb) v[k] = load_vec(xv + k * THREADS);
+    bool has_edge = false;
+    float edge = 0.0f;
+    if constexpr (PEEL) {
+      has_edge = tid < s.head + s.tail;
+      if (has_edge) edge = to_float(xr[s.edge_index(tid, N)]);
+    }
+    const int nk = tid < nb ? min(VPT, (nb - tid + THREADS - 1) / THREADS) : 0;
+
+    float mean, rstd;
+    row_stats(method, v, nk, has_edge, edge, static_cast<float>(cols), inv_cols, eps, red, mean, rstd);
+
+    T* yr = y + row * cols;
+    P* yv = reinterpret_cast<P*>(yr + s.head) + tid;
+    const int64_t c0 = s.head + static_cast<int64_t>(tid) * N;  // first element of slot 0
+    const bool vec = !PEEL || (wb_vec && s.head == 0);
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      if (tid + k * THREADS < nb) {
+        float w[N], b[N];
+        load_affine<T, N>(weight, bias, c0 + k * THREADS * N, vec, w, b);
+        store_vec(yv + k * THREADS, normalize_pack(v[k], mean, rstd, w, b));
+      }
+    }
+    if constexpr (PEEL) {
+      if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, mean, rstd);
+    }
+  }
+}
+
+// Rows too long for registers: x is read once for the statistics and once more
+// to normalize (three times for method 1); a block's row is usually still in L2
+// for the second read. kUnroll vectors are loaded before any is used, so several
+// loads are in flight per thread. The thread's running count is only known at
+// run time here, so each chunk joins the running statistics through
+// chan_merge (one division per chunk).
+template <typename T, int N, bool PEEL>
+__global__ void __launch_bounds__(kMaxThreads, 2)
+layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                           T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps,
+                      int method, bool wb_vec) {
+  constexpr int kUnroll = 4;
+  constexpr int64_t kStride = kMaxThreads;
+  using P = Pack<T, N>;
+  __shared__ float slots[2][3][kMaxWarps];
+  BlockReduce<kMaxWarps> red{slots, 0};
+  const int64_t tid = threadIdx.x;
+
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* xr = x + row * cols;
+    T* yr = y + row * cols;
+    const RowSplit s = split_row<T, N, PEEL>(xr, cols);
+    const P* xv = reinterpret_cast<const P*>(xr + s.head);
+
+    bool has_edge = false;
+    float edge = 0.0f;
+    if constexpr (PEEL) {
+      has_edge = tid < s.head + s.tail;
+      if (has_edge) edge = to_float(xr[s.edge_index(tid, N)]);
+    }
+
+    // One sweep over the thread's vectors, kUnroll at a time: `use` gets the
+    // loaded chunk, how many of its vectors are in the row (a prefix), and the
+    // index of its first vector; vector u of the chunk is i0 + u * kStride.
+    auto sweep = [&](auto&& use) {
+      for (int64_t i0 = tid; i0 < s.body; i0 += kUnroll * kStride) {
+        P v[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+          if (i0 + u * kStride < s.body) v[u] = load_vec(xv + i0 + u * kStride);
+        const int64_t left = (s.body - i0 + kStride - 1) / kStride;
+        use(v, static_cast<int>(left < kUnroll ? left : kUnroll), i0);
+      }
+    };
+
+    float mean, var;
+    if (method == 0) {
+      Stats st{0.0f, 0.0f, 0.0f};
+      sweep([&](const P(&v)[kUnroll], int nk, int64_t) { st = chan_merge(st, thread_welford(v, nk)); });
+      if (has_edge) st = welford_push(st, edge);
+      st = red.merge(st);
+      mean = st.mean;
+      var = st.m2 * inv_cols;
+    } else if (method == 1) {
+      float a = has_edge ? edge : 0.0f;
+      sweep([&](const P(&v)[kUnroll], int nk, int64_t) { a += thread_sum(v, nk); });
+      mean = divide_by_cols(red.sum(a), static_cast<float>(cols), inv_cols);
+      float q = has_edge ? (edge - mean) * (edge - mean) : 0.0f;
+      sweep([&](const P(&v)[kUnroll], int nk, int64_t) { q += thread_sum_sq_dev(v, nk, mean); });
+      var = red.sum(q) * inv_cols;
+    } else {
+      float a = has_edge ? edge : 0.0f, q = has_edge ? edge * edge : 0.0f;
+      sweep([&](const P(&v)[kUnroll], int nk, int64_t) {
+        a += thread_sum(v, nk);
+        q += thread_sum_sq(v, nk);
+      });
+      red.sum2(a, q);
+      mean = a * inv_cols;
+      var = q * inv_cols - mean * mean;
+    }
+    const float rstd = rsqrtf(var + eps);
+
+    P* yv = reinterpret_cast<P*>(yr + s.head);
+    const bool vec = !PEEL || (wb_vec && s.head == 0);
+    sweep([&](const P(&v)[kUnroll], int nk, int64_t i0) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (u < nk) {
+          const int64_t i = i0 + u * kStride;
+          float w[N], b[N];
+          load_affine<T, N>(weight, bias, s.head + i * N, vec, w, b);
+          store_vec(yv + i, normalize_pack(v[u], mean, rstd, w, b));
+        }
+      }
+    });
+    if constexpr (PEEL) {
+      if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, mean, rstd);
+    }
+  }
+}
+
+// ---- launch ---------------------------------------------------------------------
+
+// Everything a launch needs, so the size-dependent choice below reads as a table.
+template <typename T>
+struct Launch {
+  const T* x;
+  const T* weight;
+  const T* bias;
+  T* y;
+  int64_t rows, cols;
+  float inv_cols, eps;  // 1 / cols computed on the host, in double, then rounded once
+  int method;
+  bool wb_vec;          // weight and bias 16-byte aligned (or absent)
+  cudaStream_t stream;
+};
+
+unsigned grid_for(int64_t blocks) { return static_cast<unsigned>(blocks < kMaxGrid ? blocks : kMaxGrid); }
+
+template <typename T, int N, bool PEEL, int G>
+cudaError_t launch_warp(const Launch<T>& l) {
+  constexpr int64_t kRowsPerBlock = kWarpPathThreads / G;
+  layernorm_warp_kernel<T, N, PEEL, G><<<grid_for((l.rows + kRowsPerBlock - 1) / kRowsPerBlock), kWarpPathThreads, 0,
+                                         l.stream>>>(l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps,
+                                                     l.method, l.wb_vec);
+  return cudaGetLastError();
+}
+
+template <typename T, int N, bool PEEL, int THREADS, int VPT>
+cudaError_t launch_block(const Launch<T>& l) {
+  layernorm_block_kernel<T, N, PEEL, THREADS, VPT><<<grid_for(l.rows), THREADS, 0, l.stream>>>(
+      l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
+  return cudaGetLastError();
+}
+
+template <typename T, int N, bool PEEL>
+cudaError_t launch_streaming(const Launch<T>& l) {
+  layernorm_streaming_kernel<T, N, PEEL><<<grid_for(l.rows), kMaxThreads, 0, l.stream>>>(
+      l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
+  return cudaGetLastError();
+}
+
+// Picks the kernel for rows of `cols` elements moved N at a time.
+//   nvec <= 128 vectors: G lanes per row, the fewest (at least 4, 16 when
+//     peeled) that leave each lane at most 4 vectors. A 128-float row: 8 lanes
+//     x 4 float4, 16 rows per block; a 512-float or 1,024-half row: 32 lanes x 4.
+//   nvec <= 2,048: one block per row, 64 to 512 threads x 4 vectors.
+//   nvec <= 8,192 (16,384 elements on the scalar path): 512 threads x 8 or 16
+//     vectors (16 float4 = 64 registers of row data; 32 on the scalar path).
+//   longer: streaming.
+template <typename T, int N, bool PEEL>
+cudaError_t launch_rows(const Launch<T>& l) {
+  const int64_t nvec = l.cols / N;  // a row's body has at most this many vectors
+  constexpr int V = kWarpPathVpt;
+  if constexpr (!PEEL) {  // the peeled path needs 16 lanes for a row's head and tail
+    if (nvec <= 4 * V) return launch_warp<T, N, PEEL, 4>(l);
+    if (nvec <= 8 * V) return launch_warp<T, N, PEEL, 8>(l);
+  }
+  if (nvec <= 16 * V) return launch_warp<T, N, PEEL, 16>(l);
+  if (nvec <= 32 * V) return launch_warp<T, N, PEEL, 32>(l);
+  if (nvec <= 64 * 4) return launch_block<T, N, PEEL, 64, 4>(l);
+  if (nvec <= 128 * 4) return launch_block<T, N, PEEL, 128, 4>(l);
+  if (nvec <= 256 * 4) return launch_block<T, N, PEEL, 256, 4>(l);
+  if (nvec <= 512 * 4) return launch_block<T, N, PEEL, 512, 4>(l);
+  if (nvec <= 512 * 8) return launch_block<T, N, PEEL, 512, 8>(l);
+  if (nvec <= 512 * 16) return launch_block<T, N, PEEL, 512, 16>(l);
+  if (N == 1 && nvec <= 512 * 32) return launch_block<T, N, PEEL, 512, (N == 1 ? 32 : 16)>(l);
+  return launch_streaming<T, N, PEEL>(l);
+}
+
+std::uintptr_t misalignment(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16; }
+
+template <typename T>
+cudaError_t dispatch(const T* x, const T* weight, const T* bias, T* y, int64_t rows, int64_t cols, float eps,
+                     int method, cudaStream_t stream) {
+  if (method < 0 || method > 2) return cudaErrorInvalidValue;
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  constexpr int N = 16 / sizeof(T);  // elements per 16-byte vector
+  const bool wb_vec = misalignment(weight) == 0 && misalignment(bias) == 0;  // nullptr counts as aligned
+  Launch<T> l{x, weight, bias, y, rows, cols, static_cast<float>(1.0 / static_cast<double>(cols)), eps, method,
+              wb_vec, stream};
+  if (cols % N == 0 && misalignment(x) == 0 && misalignment(y) == 0 && wb_vec) return launch_rows<T, N, false>(l);
+  if (misalignment(x) == misalignment(y)) return launch_rows<T, N, true>(l);
+  l.wb_vec = true;  // the scalar path reads weight and bias per element anyway
+  return launch_rows<T, 1, false>(l);
+}
+
+}  // namespace
+
+// method: 0 = Welford + Chan (the stage), 1 = two-pass, 2 = E[x^2] - E[x]^2 (unstable).
+// weight, bias: may be nullptr (read as 1 and 0). y must not alias x.
+// Returns cudaErrorInvalidValue for another method, cudaSuccess without a launch
+// when rows or cols is <= 0, else the launch's cudaGetLastError().
+cudaError_t layernorm_forward(const float* x, const float* weight, const float* bias, float* y, int64_t rows,
+                              int64_t cols, float eps, int method, cudaStream_t stream) {
+  return dispatch(x, weight, bias, y, rows, cols, eps, method, stream);
+}
+
+cudaError_t layernorm_forward(const __half* x, const __half* weight, const __half* bias, __half* y, int64_t rows,
+                              int64_t cols, float eps, int method, cudaStream_t stream) {
+  return dispatch(x, weight, bias, y, rows, cols, eps, method, stream);
+}
+
+cudaError_t layernorm_forward(const __nv_bfloat16* x, const __nv_bfloat16* weight, const __nv_bfloat16* bias,
+                              __nv_bfloat16* y, int64_t rows, int64_t cols, float eps, int method,
+                              cudaStream_t stream) {
+  return dispatch(x, weight, bias, y, rows, cols, eps, method, stream);
+}

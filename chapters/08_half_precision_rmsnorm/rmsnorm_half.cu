@@ -1,0 +1,527 @@
+// Chapter 08 — RMSNorm in fp16 and bf16: upcast or overflow, and copy speed at every row length
+//
+//   y[r, i] = round_T( float(x[r, i]) * rsqrt(mean_i(float(x[r, i])^2) + eps) * float(weight[i]) )
+//
+// What this stage adds over chapter 05:
+//   * fp16 and bf16 (and fp32, through the same code) with fp32 arithmetic. Every
+//     element is upcast to float on load, squared and summed in float, multiplied by
+//     the weight in float, and rounded to T once, on store. The upcast is not a
+//     detail: fp16 ends at 65,504. Once the input's standard deviation passes about
+//     70, a sum of squares kept in half overflows (a 4,096-long row sums to about
+//     20 million; squares of the larger elements overflow on their own), and the
+//     outputs become Inf, NaN or 0 instead of numbers near 1. In fp32, inputs near
+//     6e4 (squares near 3.6e9) are ordinary numbers.
+//   * 16-byte packs whatever the dtype: 8 halves or 4 floats per load and store, so
+//     a half row moves twice the elements per instruction of a float row.
+//   * Several rows per block for short rows. One block per row of 128 halves leaves
+//     most of the block idle and spends a barrier on 256 bytes; here a group of
+//     8, 16 or 32 lanes owns a row, a 256-thread block holds 8 to 32 rows, and the
+//     row's sum is a shuffle within the group, with no __syncthreads.
+//   * Peeled heads and tails. Chapter 05 took a scalar path for a whole launch as
+//     soon as one row was misaligned. With 769 halves per row, row r starts at byte
+//     1538 r, so each row's first 16-byte boundary is somewhere else. Every row is
+//     now split into a head (scalar elements up to x's first 16-byte boundary), a
+//     body of whole 16-byte packs and a tail (scalar elements after the last pack).
+//     The weight and y are read and written at the same in-row positions; where the
+//     row's body does not start on a 16-byte boundary of the weight (or of y), those
+//     packs move in 8-, 4- or 2-byte pieces instead (the widest the address allows).
+//     The weight is read from L1/L2 by every row, so its narrower loads cost
+//     instructions, not DRAM bandwidth; x and y always move in 16-byte packs unless
+//     y's offset from x is not a multiple of 16 bytes (then y moves in pieces too).
+//   * An aligned copy of every kernel. When x, weight and y are 16-byte aligned and
+//     a row is a whole number of packs (the usual case), every row is all body: a
+//     template flag removes the peel at compile time, which saves registers and
+//     the steps before the first load that a launch of a few rows waits on.
+//   * Every load of a row is issued before the reduction, the weight's included
+//     (with up to 4 packs a thread): a launch of a few rows then waits for memory
+//     once, not twice. mean = sum * (1 / cols), the reciprocal computed on the host.
+//
+// Paths, picked per launch from the row length (P = whole 16-byte packs per row):
+//   * P <= 128 (up to 1,031 halves or 515 floats): G = 8, 16 or 32 lanes per row
+//     (the fewest that hold the row in <= 4 packs a lane), 256 threads, 256 / G
+//     rows per block; shuffle reduction within the G lanes.
+//   * P <= 4,096 (32,768 halves or 16,384 floats, plus a partial pack): one block
+//     per row, the row in registers. VPT packs per thread and a block of P / VPT
+//     threads rounded up to a warp, at most 512: VPT starts at 4 (1 for at most 256
+//     rows, where latency matters more than overlap: 4,096 halves then take 512
+//     threads of one pack each, loaded in one step) and doubles while the block
+//     would be too large, up to 8. With 8 the weight is loaded after the reduction,
+//     to keep two blocks per SM within the registers.
+//   * longer rows: streaming fallback, 512 threads per row; x is read twice (the
+//     second read mostly from L2). Correct for any length; slower than a copy.
+// Every block walks rows with a grid stride (at most 65,535 blocks), so any number
+// of rows works; row offsets are 64-bit.
+//
+// Semantics: torch's F.rms_norm for fp16/bf16 inputs with a weight of the same
+// dtype: normalize in fp32, multiply by the weight in fp32, cast to T once. Some
+// model code (vLLM, HF Llama) casts x * rsqrt(...) to T before the weight multiply;
+// that differs by about one ulp of T in some elements.
+//
+// Limits: x, weight and y contiguous, each aligned to its element size (any offset
+// within 16 bytes is fine, e.g. a tensor starting 2 bytes into an allocation); y
+// must not alias x. rows <= 0 or cols <= 0: nothing to do. Rows past 4,096 packs
+// take the streaming path (x read twice), one block of 512 threads per row: fine
+// for many rows, slow for a handful of very long ones. Inputs must be finite with
+// a finite fp32 sum of squares (|x| below about 1e19). Short of a copy: on an H200,
+// fp32 rows of 5,125 floats reached 88-94% of a copy's bandwidth in three runs (98%
+// on an H100): 352 threads a row at 61 registers fit two blocks per SM, too few
+// bytes in flight for the H200's bandwidth. 99 kernels: 10-17 s to compile at -O3.
+//
+// Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
+// Measured:      (pending a GPU run)
+
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cstdint>
+#include <cstring>
+
+namespace {
+
+constexpr int kPackBytes = 16;
+constexpr int kRowsBlockThreads = 256;   // block size of the several-rows-per-block path
+constexpr int kMaxBlockThreads = 512;    // one-row-per-block paths: block size limit
+constexpr int kMaxGroupPacks = 4;        // several-rows path: at most 4 packs per lane
+constexpr int kMaxPacksPerThread = 8;    // one-row-per-block register path: at most 8
+constexpr int kFewRows = 256;            // at most this many rows: spread each row thin
+constexpr int64_t kMaxBlocks = 65535;    // grid cap; blocks then loop over rows
+
+// ---------------------------------------------------------------------------
+// Element types. A pack is 16 bytes, held in registers as a uint4 (four 32-bit
+// words): 4 floats, or 8 halves as four pairs (one __half2 / __nv_bfloat162 per
+// word). Only intrinsics convert: torch builds with __CUDA_NO_HALF_CONVERSIONS__,
+// __CUDA_NO_HALF_OPERATORS__, __CUDA_NO_HALF2_OPERATORS__ and
+// __CUDA_NO_BFLOAT16_CONVERSIONS__, which remove the implicit conversions and
+// operators.
+
+template <class To, class From>
+__device__ __forceinline__ To bit_cast(const From& from) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast needs equal sizes");
+  To to;
+  memcpy(&to, &from, sizeof(To));  // compiles to nothing: the bits stay in the register
+  return to;
+}
+
+template <class T> struct Dtype;
+
+template <> struct Dtype<float> {
+  static __device__ __forceinline__ float to_float(float v) { return v; }
+  static __device__ __forceinline__ float from_float(float v) { return v; }
+};
+
+template <> struct Dtype<__half> {
+  static __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
+  static __device__ __forceinline__ float2 pair_to_float2(uint32_t w) {
+    return __half22float2(bit_cast<__half2>(w));
+  }
+  static __device__ __forceinline__ uint32_t float2_to_pair(float lo, float hi) {
+    return bit_cast<uint32_t>(__floats2half2_rn(lo, hi));  // lo lands at the lower address
+  }
+};
+
+template <> struct Dtype<__nv_bfloat16> {
+  static __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
+  static __device__ __forceinline__ float2 pair_to_float2(uint32_t w) {
+    return __bfloat1622float2(bit_cast<__nv_bfloat162>(w));
+  }
+  static __device__ __forceinline__ uint32_t float2_to_pair(float lo, float hi) {
+    return bit_cast<uint32_t>(__floats2bfloat162_rn(lo, hi));
+  }
+};
+
+template <class T> constexpr int kPerPack = kPackBytes / static_cast<int>(sizeof(T));
+
+template <class T>
+__device__ __forceinline__ void unpack(const uint4& p, float (&f)[kPerPack<T>]) {
+  const uint32_t w[4] = {p.x, p.y, p.z, p.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (sizeof(T) == 4) {
+      f[i] = __uint_as_float(w[i]);
+    } else {
+      const float2 v = Dtype<T>::pair_to_float2(w[i]);
+      f[2 * i] = v.x;
+      f[2 * i + 1] = v.y;
+    }
+  }
+}
+
+template <class T>
+__device__ __forceinline__ uint4 pack(const float (&f)[kPerPack<T>]) {
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (sizeof(T) == 4) {
+      w[i] = __float_as_uint(f[i]);
+    } else {
+      w[i] = Dtype<T>::float2_to_pair(f[2 * i], f[2 * i + 1]);
+    }
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+template <class T>
+__device__ __forceinline__ float sum_squares(const uint4& p) {
+  float f[kPerPack<T>];
+  unpack<T>(p, f);
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPerPack<T>; ++i) s = fmaf(f[i], f[i], s);
+  return s;
+}
+
+// (x * inv_rms) * w in fp32, rounded to T once: torch's order of operations.
+template <class T>
+__device__ __forceinline__ uint4 normalize(const uint4& xp, float inv_rms, const uint4& wp) {
+  float xf[kPerPack<T>], wf[kPerPack<T>];
+  unpack<T>(xp, xf);
+  unpack<T>(wp, wf);
+#pragma unroll
+  for (int i = 0; i < kPerPack<T>; ++i) xf[i] = xf[i] * inv_rms * wf[i];
+  return pack<T>(xf);
+}
+
+// ---------------------------------------------------------------------------
+// Memory access. x's packs are always 16-byte aligned (the peel sees to that).
+// The weight and y are accessed at the same in-row positions, so their packs are
+// aligned only where their base pointers' offset from x's row allows: `align` is
+// the largest power of two (16, 8, 4 or 2) dividing the pack's address.
+
+__device__ __forceinline__ int alignment_of(const void* p) {
+  const uint32_t a = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p)) | 16u;
+  return static_cast<int>(a & (0u - a));  // lowest set bit, at most 16
+}
+
+template <class T>
+__device__ __forceinline__ uint4 load_pack(const T* p, int align) {
+  if (align >= 16) return __ldg(reinterpret_cast<const uint4*>(p));
+  if (align == 8) {
+    const uint2* q = reinterpret_cast<const uint2*>(p);
+    const uint2 a = __ldg(q), b = __ldg(q + 1);
+    return make_uint4(a.x, a.y, b.x, b.y);
+  }
+  if constexpr (sizeof(T) == 2) {
+    if (align == 2) {
+      const unsigned short* q = reinterpret_cast<const unsigned short*>(p);
+      uint32_t w[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        w[i] = static_cast<uint32_t>(__ldg(q + 2 * i)) | (static_cast<uint32_t>(__ldg(q + 2 * i + 1)) << 16);
+      return make_uint4(w[0], w[1], w[2], w[3]);
+    }
+  }
+  const unsigned int* q = reinterpret_cast<const unsigned int*>(p);
+  return make_uint4(__ldg(q), __ldg(q + 1), __ldg(q + 2), __ldg(q + 3));
+}
+
+template <class T>
+__device__ __forceinline__ void store_pack(T* p, const uint4& v, int align) {
+  if (align >= 16) {
+    *reinterpret_cast<uint4*>(p) = v;
+    return;
+  }
+  if (align == 8) {
+    uint2* q = reinterpret_cast<uint2*>(p);
+    q[0] = make_uint2(v.x, v.y);
+    q[1] = make_uint2(v.z, v.w);
+    return;
+  }
+  if constexpr (sizeof(T) == 2) {
+    if (align == 2) {
+      unsigned short* q = reinterpret_cast<unsigned short*>(p);
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        q[2 * i] = static_cast<unsigned short>(w[i] & 0xffffu);
+        q[2 * i + 1] = static_cast<unsigned short>(w[i] >> 16);
+      }
+      return;
+    }
+  }
+  unsigned int* q = reinterpret_cast<unsigned int*>(p);
+  q[0] = v.x;
+  q[1] = v.y;
+  q[2] = v.z;
+  q[3] = v.w;
+}
+
+// Elements before x's first 16-byte boundary in this row (never more than the row).
+template <class T>
+__device__ __forceinline__ int64_t head_length(const T* row, int64_t cols) {
+  const int misalign = static_cast<int>(reinterpret_cast<uintptr_t>(row) % kPackBytes);
+  const int64_t head = ((kPackBytes - misalign) % kPackBytes) / static_cast<int>(sizeof(T));
+  return head < cols ? head : cols;
+}
+
+// ---------------------------------------------------------------------------
+// Reductions.
+
+template <int WIDTH>
+__device__ __forceinline__ float group_sum(float v) {  // over aligned groups of WIDTH lanes
+#pragma unroll
+  for (int offset = WIDTH / 2; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Block-wide sum that every thread receives; one barrier. Rows alternate between
+// the two halves of `slots`, so a fast warp can not overwrite a slow warp's inputs.
+__device__ __forceinline__ float block_sum(float v, float (*slots)[32], int parity) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  v = group_sum<32>(v);
+  if (lane == 0) slots[parity][warp] = v;
+  __syncthreads();
+  return group_sum<32>(lane < static_cast<int>(blockDim.x / 32) ? slots[parity][lane] : 0.0f);
+}
+
+// ---------------------------------------------------------------------------
+// One row in registers, shared by both register paths. `nthreads` threads (index
+// `tid`) own the row: thread tid holds packs tid, tid + nthreads, ... (VPT slots,
+// coalesced across threads), head element tid and tail element tid (nthreads is at
+// least 8, more than a head or tail can hold). row_sum(v) returns the sum of v over
+// the row's threads. Threads with active == false (a group past the last row) load
+// and store nothing but still take part in row_sum.
+//
+// kAligned: the launcher found x, weight and y 16-byte aligned and the row a whole
+// number of packs, so every row is all body. The peel and the narrow accesses
+// then vanish at compile time: fewer registers and fewer steps before the first
+// load, which is what a launch of a few rows waits on.
+template <class T, int VPT, bool kAligned, class RowSum>
+__device__ __forceinline__ void normalize_row(const T* __restrict__ xr, const T* __restrict__ weight,
+                                              T* __restrict__ yr, int cols, float inv_cols, float eps,
+                                              int tid, int nthreads, bool active, RowSum row_sum) {
+  constexpr int N = kPerPack<T>;
+  constexpr bool kEarlyWeight = VPT <= 4;  // weight packs loaded with x, before the reduction
+
+  int head = 0, body = active ? cols / N : 0, tail = 0;  // scalar head, 16-byte packs, scalar tail
+  int w_align = kPackBytes, y_align = kPackBytes;
+  if constexpr (!kAligned) {
+    if (active) {
+      head = static_cast<int>(head_length(xr, cols));
+      body = (cols - head) / N;
+      tail = cols - head - body * N;
+    }
+    w_align = alignment_of(weight + head);  // changes from row to row when cols * sizeof(T) % 16 != 0
+    y_align = alignment_of(yr + head);      // 16 unless y's offset from x is not a multiple of 16 bytes
+  }
+  const T* xb = xr + head;
+  const T* wb = weight + head;
+  T* yb = yr + head;
+
+  // Issue every load before the first use: the x packs, then the weight packs,
+  // then the head and tail scalars. With up to 4 slots a thread, a slot past the
+  // row reads as zeros so that the sum below has no branch: a branch there let the
+  // compiler wait for the first pack before issuing the second load, one memory
+  // latency per slot for a launch of a few rows. With 8 slots the registers are
+  // full (the zeros would spill), so those kernels test each slot in the sum; the
+  // compiler still issues their 8 loads together.
+  uint4 xv[VPT], wv[VPT];
+#pragma unroll
+  for (int k = 0; k < VPT; ++k) {
+    const int i = tid + k * nthreads;
+    if constexpr (kEarlyWeight) xv[k] = make_uint4(0u, 0u, 0u, 0u);
+    if (i < body) xv[k] = load_pack(xb + i * N, kPackBytes);
+  }
+  if constexpr (kEarlyWeight) {
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int i = tid + k * nthreads;
+      if (i < body) wv[k] = load_pack(wb + i * N, w_align);
+    }
+  }
+  const int tail_at = head + body * N + tid;
+  float xh = 0.0f, wh = 0.0f, xt = 0.0f, wt = 0.0f;
+  if constexpr (!kAligned) {
+    if (tid < head) {
+      xh = Dtype<T>::to_float(xr[tid]);
+      wh = Dtype<T>::to_float(weight[tid]);
+    }
+    if (tid < tail) {
+      xt = Dtype<T>::to_float(xr[tail_at]);
+      wt = Dtype<T>::to_float(weight[tail_at]);
+    }
+  }
+
+  float sum = xh * xh + xt * xt;
+#pragma unroll
+  for (int k = 0; k < VPT; ++k) {
+    if (kEarlyWeight || tid + k * nthreads < body) sum += sum_squares<T>(xv[k]);
+  }
+  const float inv_rms = rsqrtf(row_sum(sum) * inv_cols + eps);
+
+#pragma unroll
+  for (int k = 0; k < VPT; ++k) {
+    const int i = tid + k * nthreads;
+    if (i < body) {
+      if constexpr (!kEarlyWeight) wv[k] = load_pack(wb + i * N, w_align);
+      store_pack(yb + i * N, normalize<T>(xv[k], inv_rms, wv[k]), y_align);
+    }
+  }
+  if constexpr (!kAligned) {
+    if (tid < head) yr[tid] = Dtype<T>::from_float(xh * inv_rms * wh);
+    if (tid < tail) yr[tail_at] = Dtype<T>::from_float(xt * inv_rms * wt);
+  }
+}
+
+// Short rows: a group of G lanes per row, 256 / G rows per block, no barrier.
+// The groups of one warp take consecutive rows and leave the row loop together
+// (the loop tests the warp's first row), so every full-warp shuffle has all 32
+// lanes; a group past the last row just contributes zeros.
+template <class T, int G, int VPT, bool kAligned>
+__global__ void __launch_bounds__(kRowsBlockThreads, VPT <= 3 ? 4 : 3)
+rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
+                    int64_t rows, int cols, float inv_cols, float eps) {
+  constexpr int kRowsPerBlock = kRowsBlockThreads / G;
+  constexpr int kGroupsPerWarp = 32 / G;
+  const int lane = threadIdx.x % G;
+  const int group = threadIdx.x / G;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kRowsPerBlock;
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + group;
+       row - group % kGroupsPerWarp < rows; row += stride) {
+    const bool active = row < rows;
+    const int64_t r = active ? row : rows - 1;  // keep the pointers inside the tensor
+    normalize_row<T, VPT, kAligned>(x + r * cols, weight, y + r * cols, cols, inv_cols, eps, lane, G,
+                                    active, [](float v) { return group_sum<G>(v); });
+  }
+}
+
+// Longer rows: one block per row, VPT packs per thread, the row in registers.
+template <class T, int VPT, bool kAligned>
+__global__ void __launch_bounds__(kMaxBlockThreads, 2)
+rmsnorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
+                     int64_t rows, int cols, float inv_cols, float eps) {
+  __shared__ float slots[2][32];
+  int parity = 0;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
+    normalize_row<T, VPT, kAligned>(x + row * cols, weight, y + row * cols, cols, inv_cols, eps, threadIdx.x,
+                                    blockDim.x, true, [&](float v) { return block_sum(v, slots, parity); });
+  }
+}
+
+// Rows too long for registers: two passes over x (the second mostly hits L2).
+template <class T>
+__global__ void __launch_bounds__(kMaxBlockThreads)
+rmsnorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
+                         int64_t rows, int64_t cols, float inv_cols, float eps) {
+  constexpr int N = kPerPack<T>;
+  __shared__ float slots[2][32];
+  const int tid = threadIdx.x;
+  int parity = 0;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
+    const T* xr = x + row * cols;
+    T* yr = y + row * cols;
+    const int64_t head = head_length(xr, cols);
+    const int64_t body = (cols - head) / N;
+    const int64_t tail_at = head + body * N + tid;  // this thread's tail element
+    const bool has_head = tid < head, has_tail = tail_at < cols;
+    const T* xb = xr + head;
+    const int w_align = alignment_of(weight + head);
+    const int y_align = alignment_of(yr + head);
+
+    float sum = 0.0f;
+    if (has_head) sum += Dtype<T>::to_float(xr[tid]) * Dtype<T>::to_float(xr[tid]);
+    if (has_tail) sum += Dtype<T>::to_float(xr[tail_at]) * Dtype<T>::to_float(xr[tail_at]);
+    for (int64_t i = tid; i < body; i += kMaxBlockThreads)
+      sum += sum_squares<T>(load_pack(xb + i * N, kPackBytes));
+    const float inv_rms = rsqrtf(block_sum(sum, slots, parity) * inv_cols + eps);
+
+    for (int64_t i = tid; i < body; i += kMaxBlockThreads) {
+      const uint4 xp = load_pack(xb + i * N, kPackBytes);
+      const uint4 wp = load_pack(weight + head + i * N, w_align);
+      store_pack(yr + head + i * N, normalize<T>(xp, inv_rms, wp), y_align);
+    }
+    if (has_head)
+      yr[tid] = Dtype<T>::from_float(Dtype<T>::to_float(xr[tid]) * inv_rms * Dtype<T>::to_float(weight[tid]));
+    if (has_tail)
+      yr[tail_at] = Dtype<T>::from_float(Dtype<T>::to_float(xr[tail_at]) * inv_rms *
+                                         Dtype<T>::to_float(weight[tail_at]));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Launch helpers: one template instance per (lanes, packs per thread, aligned or not).
+
+unsigned grid_for(int64_t work_items) {
+  return static_cast<unsigned>(work_items < kMaxBlocks ? work_items : kMaxBlocks);
+}
+
+template <class T, int G, bool kAligned>
+void launch_rows(int vpt, const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols, float eps,
+                 cudaStream_t s) {
+  constexpr int kRowsPerBlock = kRowsBlockThreads / G;
+  const unsigned grid = grid_for((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  switch (vpt) {
+    case 1: rmsnorm_rows_kernel<T, G, 1, kAligned><<<grid, kRowsBlockThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    case 2: rmsnorm_rows_kernel<T, G, 2, kAligned><<<grid, kRowsBlockThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    case 3: rmsnorm_rows_kernel<T, G, 3, kAligned><<<grid, kRowsBlockThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    default: rmsnorm_rows_kernel<T, G, 4, kAligned><<<grid, kRowsBlockThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+  }
+}
+
+template <class T, bool kAligned>
+void launch_block(int vpt, int threads, const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols,
+                  float eps, cudaStream_t s) {
+  const unsigned grid = grid_for(rows);
+  switch (vpt) {
+    case 1: rmsnorm_block_kernel<T, 1, kAligned><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    case 2: rmsnorm_block_kernel<T, 2, kAligned><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    case 4: rmsnorm_block_kernel<T, 4, kAligned><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    default: rmsnorm_block_kernel<T, 8, kAligned><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+  }
+}
+
+// Both register paths; the row holds at most kMaxBlockThreads * kMaxPacksPerThread packs.
+template <class T, bool kAligned>
+void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols, float eps,
+                         cudaStream_t s) {
+  const int packs = cols / kPerPack<T>;  // whole packs in a row, an upper bound on its body
+
+  if (packs <= 32 * kMaxGroupPacks) {  // short rows: several per block
+    const int g = packs <= 8 * kMaxGroupPacks ? 8 : packs <= 16 * kMaxGroupPacks ? 16 : 32;
+    const int vpt = packs == 0 ? 1 : (packs + g - 1) / g;
+    if (g == 8) launch_rows<T, 8, kAligned>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
+    else if (g == 16) launch_rows<T, 16, kAligned>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
+    else launch_rows<T, 32, kAligned>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
+    return;
+  }
+  // One block per row, at most 512 threads: the fewest packs per thread that fit,
+  // starting from 1 for few rows (latency) and 4 for many (overlap), doubling.
+  int vpt = rows <= kFewRows ? 1 : 4;
+  auto threads_for = [packs](int v) { return ((packs + v - 1) / v + 31) / 32 * 32; };
+  while (threads_for(vpt) > kMaxBlockThreads) vpt *= 2;
+  launch_block<T, kAligned>(vpt, threads_for(vpt), x, w, y, rows, cols, inv_cols, eps, s);
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kPackBytes == 0; }
+
+template <class T>
+cudaError_t launch(const T* x, const T* w, T* y, int64_t rows, int64_t cols, float eps, cudaStream_t s) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  const float inv_cols = 1.0f / static_cast<float>(cols);  // mean = sum * inv_cols, no division on the GPU
+  if (cols / kPerPack<T> > kMaxBlockThreads * kMaxPacksPerThread) {
+    rmsnorm_streaming_kernel<T><<<grid_for(rows), kMaxBlockThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+  } else if (cols % kPerPack<T> == 0 && aligned16(x) && aligned16(w) && aligned16(y)) {
+    launch_in_registers<T, true>(x, w, y, rows, static_cast<int>(cols), inv_cols, eps, s);
+  } else {
+    launch_in_registers<T, false>(x, w, y, rows, static_cast<int>(cols), inv_cols, eps, s);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t rmsnorm_half_forward(const float* x, const float* weight, float* y, int64_t rows, int64_t cols,
+                                 float eps, cudaStream_t stream) {
+  return launch<float>(x, weight, y, rows, cols, eps, stream);
+}
+
+cudaError_t rmsnorm_half_forward(const __half* x, const __half* weight, __half* y, int64_t rows, int64_t cols,
+                                 float eps, cudaStream_t stream) {
+  return launch<__half>(x, weight, y, rows, cols, eps, stream);
+}
+
+cudaError_t rmsnorm_half_forward(const __nv_bfloat16* x, const __nv_bfloat16* weight, __nv_bfloat16* y,
+                                 int64_t rows, int64_t cols, float eps, cudaStream_t stream) {
+  return launch<__nv_bfloat16>(x, weight, y, rows, cols, eps, stream);
+}

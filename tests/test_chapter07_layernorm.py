@@ -1,0 +1,82 @@
+"""Chapter 07 (Welford LayerNorm) beyond the generic stage tests: large offsets,
+constant rows, NaN rows, optional weight and bias, and the one-pass formula
+failing where the chapter says it fails. Skipped without a GPU."""
+
+import pytest
+import torch
+
+from kernelbook import check, reference, stages
+from kernelbook.build import load_stage
+from kernelbook.ops import OPS
+
+pytestmark = pytest.mark.gpu
+STAGE = stages.get_stage("07")
+OP = OPS["layernorm"]
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+STABLE = [STAGE.variant("welford"), STAGE.variant("two-pass")]
+
+
+@pytest.fixture(scope="module")
+def ops():
+    return load_stage(STAGE)
+
+
+def run(ops, x, w, b, method):
+    return ops.layer_norm(x, w, b, OP.eps, method)
+
+
+@pytest.mark.parametrize("method", STABLE)
+@pytest.mark.parametrize("offset", [0.0, 1e2, 1e3, 1e4])
+@pytest.mark.parametrize("cols", [1, 7, 128, 769, 4096, 65536])
+def test_offset_rows_fp32(ops, method, offset, cols):
+    x = torch.randn(16, cols, device="cuda") + offset
+    w, b = torch.rand(cols, device="cuda") + 0.5, torch.randn(cols, device="cuda")
+    check.assert_close(run(ops, x, w, b, method), reference.layer_norm(x, w, b, OP.eps), torch.float32,
+                       f"offset {offset}")
+
+
+@pytest.mark.parametrize("method", STABLE)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_constant_and_near_constant_rows(ops, method, dtype):
+    cols = 4096
+    rows = torch.stack([torch.full((cols,), 1234.0), (40000 + torch.arange(cols) % 4).float(),
+                        torch.zeros(cols), torch.full((cols,), -3.5)]).to(dtype).cuda()
+    w, b = (torch.rand(cols, device="cuda") + 0.5).to(dtype), torch.randn(cols, device="cuda").to(dtype)
+    out = run(ops, rows, w, b, method)
+    assert torch.isfinite(out).all()
+    for r in (0, 2, 3):  # constant: (x - mean) is exactly 0, so the output is the bias
+        assert torch.equal(out[r], b), r
+    OP.check(out, reference.layer_norm(rows, w, b, OP.eps), dtype, "near-constant rows")
+
+
+def test_one_pass_fails_where_the_chapter_says(ops):
+    x = torch.randn(64, 4096, device="cuda") + 1e4
+    w, b = torch.ones(4096, device="cuda"), torch.zeros(4096, device="cuda")
+    ref = reference.layer_norm(x, w, b, OP.eps)
+    err = (run(ops, x, w, b, STAGE.variant("one-pass")).double() - ref).abs().nan_to_num(float("inf")).max()
+    assert err > 0.1, f"one-pass E[x^2]-E[x]^2 at offset 1e4 should fail, max error {err}"
+    good = (run(ops, x, w, b, STAGE.variant("welford")).double() - ref).abs().max()
+    assert good < 1e-3
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_nan_row_leaves_other_rows_untouched(ops, dtype):
+    x = torch.randn(5, 1000, device="cuda").to(dtype)
+    x[2, 17] = float("nan")
+    x[3, 5] = float("inf")
+    w, b = (torch.rand(1000, device="cuda") + 0.5).to(dtype), torch.randn(1000, device="cuda").to(dtype)
+    out = ops.layer_norm(x, w, b, OP.eps, 0)
+    keep = [0, 1, 4]
+    OP.check(out[keep], reference.layer_norm(x[keep], w, b, OP.eps), dtype, "other rows")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_weight_and_bias_optional(ops, dtype):
+    x = torch.randn(7, 333, device="cuda").to(dtype)
+    w, b = (torch.rand(333, device="cuda") + 0.5).to(dtype), torch.randn(333, device="cuda").to(dtype)
+    ones, zeros = torch.ones_like(w), torch.zeros_like(b)
+    for wt, bt, rw, rb in ((None, None, ones, zeros), (w, None, w, zeros), (None, b, ones, b)):
+        OP.check(ops.layer_norm(x, wt, bt, OP.eps, 0), reference.layer_norm(x, rw, rb, OP.eps), dtype,
+                 f"weight {wt is not None}, bias {bt is not None}")
+    one = torch.randn(9, 1, device="cuda").to(dtype)
+    assert torch.equal(ops.layer_norm(one, None, b[:1], OP.eps, 0), b[:1].expand(9, 1))  # a row of one: the bias

@@ -1,0 +1,47 @@
+"""Chapter 08 (half-precision RMSNorm) beyond the generic stage tests: every row
+length of the chapter's sweep, inputs whose squares overflow fp16, unaligned
+rows. Skipped without a GPU."""
+
+import pytest
+import torch
+
+from kernelbook import stages
+from kernelbook.build import load_stage
+from kernelbook.ops import OPS
+
+pytestmark = pytest.mark.gpu
+STAGE = stages.get_stage("08")
+OP = OPS["rmsnorm"]
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+LENGTHS = [1, 2, 7, 8, 9, 127, 128, 129, 512, 769, 1024, 2048, 4096, 5125, 8192, 16384, 16387, 65537]
+
+
+@pytest.fixture(scope="module")
+def ops():
+    return load_stage(STAGE)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("cols", LENGTHS)
+def test_row_lengths(ops, dtype, cols):
+    for rows in (1, 3, 67):
+        inputs = OP.make_inputs((rows, cols), dtype, "cuda")
+        out = torch.full_like(inputs["x"], float("nan"))
+        OP.call_stage(ops, inputs, out)
+        OP.check(out, OP.reference(inputs), dtype, f"{rows}x{cols}")
+
+
+def test_fp16_inputs_whose_squares_overflow_fp16(ops):
+    x = (torch.rand(64, 4096, device="cuda") * 1.5e4 + 5e4) * (torch.randint(0, 2, (64, 4096), device="cuda") * 2 - 1)
+    x = x.half()
+    assert torch.isinf(x[0, :1] * x[0, :1]).all(), "x^2 must overflow fp16 for this test to mean anything"
+    w = (torch.rand(4096, device="cuda") + 0.5).half()
+    inputs = {"x": x, "weight": w, "eps": OP.eps}
+    OP.check(OP.call_stage(ops, inputs), OP.reference(inputs), torch.float16, "|x| near 6e4")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_many_rows_short_and_odd(ops, dtype):
+    for shape in ((70_000, 128), (70_001, 769), (65_537, 5)):
+        inputs = OP.make_inputs(shape, dtype, "cuda")
+        OP.check(OP.call_stage(ops, inputs), OP.reference(inputs), dtype, str(shape))
