@@ -104,9 +104,10 @@ def ulp(ref: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def assert_within_ulps(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, ulps: float,
-                       what: str = "output") -> CheckResult:
+                       what: str = "output", rtol: float = 0.0) -> CheckResult:
     """Every element within `ulps` units in the last place of `dtype` from the float64
-    reference; NaN exactly where the reference is NaN, infinities equal."""
+    reference (or, where `rtol` is given, within rtol * |ref|); NaN exactly where the
+    reference is NaN, infinities equal."""
     assert out.shape == ref.shape, f"{what}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}"
     if out.numel() == 0:
         return CheckResult(tuple(out.shape), 0.0, 0.0)
@@ -125,6 +126,7 @@ def assert_within_ulps(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype,
     o, r = o[~inf], r[~inf]
     err = (o - r).abs()
     in_ulps = err / ulp(r, dtype)
+    in_ulps = torch.where(err <= rtol * r.abs(), torch.zeros_like(in_ulps), in_ulps)
     if in_ulps.numel() and in_ulps.max() > ulps:
         i = int(in_ulps.argmax())
         raise AssertionError(f"{what}: {in_ulps.max().item():.2f} ulp from float64 (limit {ulps}) at out "

@@ -121,9 +121,10 @@ def run_case(op: Op | str, dtype, shape, calls: dict[str, Callable], with_torch:
             for c in todo:
                 t = bench.summarize(c.name, samples[c.name], nbytes)
                 why = _judge(t, copy, timed_out)
+                earlier = entries[c.name]["remeasured_after"] + [entries[c.name]["flag"]] if attempt else []
                 entries[c.name] = {"name": c.name, "ms": t.ms, "gbps": t.gbps, "pct_sol": 100 * t.gbps / copy.gbps,
                                    "spread": t.spread, "copy_gbps": copy.gbps, "copy_spread": copy.spread,
-                                   "flagged": bool(why), "flag": why}
+                                   "flagged": bool(why), "flag": why, "remeasured_after": earlier}
             todo = [c for c in todo if entries[c.name]["flagged"]]
             if not todo:
                 break

@@ -206,9 +206,12 @@ class GELU(Op):
     """y = GELU(x) elementwise, computed in fp32 and rounded once (torch's F.gelu),
     in the exact form (approximate='none', erf) or the tanh form. +inf gives +inf,
     -inf gives 0 and NaN stays NaN. fp16/bf16 outputs are judged within 1 ulp of
-    float64, fp32 outputs within `FP32_ULPS`."""
+    float64. fp32 outputs: within FP32_ULPS ulp, or FP32_RTOL relative (the bound
+    chapter 06's kernel states: at most 11 ulp in the erf form; in the tanh form
+    4 ulp above x = -2, and up to 3e-5 relative in the far negative tail, where the
+    fp32 rounding of u is multiplied by exp(2u))."""
 
-    FP32_ULPS = 4
+    FP32_ULPS, FP32_RTOL = 11, 4e-5
     out_op = "gelu_out"
     standard_shapes = [(0,), (1,), (7,), (8,), *[(8 * 1000 + k,) for k in range(1, 8)], (3, 1000), (33, 4099),
                        (2, 3, 5), (1, 65537), (70000, 8)]
@@ -237,7 +240,9 @@ class GELU(Op):
         return [SMALL_SHAPE] + [(self.rows_for_bytes(b, 4096, dtype), 4096) for b in sizes]
 
     def check(self, out, ref, dtype, what="output"):
-        return check.assert_within_ulps(out, ref, dtype, self.FP32_ULPS if dtype == torch.float32 else 1, what)
+        if dtype == torch.float32:
+            return check.assert_within_ulps(out, ref, dtype, self.FP32_ULPS, what, self.FP32_RTOL)
+        return check.assert_within_ulps(out, ref, dtype, 1, what)
 
     def bad_calls(self, ops, device="cuda"):
         inp = self.make_inputs((8, 64), torch.float32, device)

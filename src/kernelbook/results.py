@@ -6,9 +6,10 @@ A record looks like
    "cases": [{"op", "dtype", "shape", "rows", "cols", "bytes", "mode", "attempts",
               "copy": {"ms", "gbps", "spread"}, "torch_copy": {"ms", "gbps", "spread"},
               "results": [{"name", "ms", "gbps", "pct_sol", "spread", "copy_gbps",
-                           "copy_spread", "flagged", "flag"}]}]}
+                           "copy_spread", "flagged", "flag", "remeasured_after"}]}]}
 "pct_sol" is a result's bandwidth over "copy_gbps", the copy measured in the same
-rounds as that result (re-measured results carry the copy of their own rounds).
+rounds as that result (re-measured results carry the copy of their own rounds, and
+"remeasured_after" lists why each earlier attempt did not stand).
 """
 
 from __future__ import annotations
