@@ -68,7 +68,9 @@
 // bytes in flight for the H200's bandwidth. 99 kernels: 10-17 s to compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
-// Measured:      (pending a GPU run)
+// Measured:      so far fp32 only: NVIDIA H200, 256 MiB moved, % of a copy of the same bytes in
+//                the same rounds at rows of 1,024 / 4,096 / 8,192 / 16,384 floats: 98%, 98%, 98%,
+//                97% (book/results/ladder.json). fp16/bf16 and the row-length sweep: pending.
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>

@@ -145,11 +145,18 @@ def _prepare(contender: Contender, mode: str, nbytes: int, warmup: int) -> tuple
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for call in calls:
-            call()
+        # Keep every call's output alive: a freed output's memory would be handed to
+        # the next call inside the capture, and the same few hundred KiB written
+        # over and over would stay in L2, flattering ops that allocate their output.
+        outputs = [call() for call in calls]
     for _ in range(warmup):
         graph.replay()
-    return graph.replay, len(calls)
+
+    def replay():
+        graph.replay()  # writes into `outputs`, which this closure keeps alive
+
+    replay.outputs = outputs
+    return replay, len(calls)
 
 
 def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, mode: str | None = None,

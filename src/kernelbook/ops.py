@@ -10,6 +10,7 @@ Inputs travel as a dict: tensors (``x``, ``weight``, ``bias``) and parameters
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -107,7 +108,9 @@ class Op:
 def _liger(module: str, cls: str):
     """A Liger-Kernel autograd Function, or None where liger-kernel (and Triton) is not installed."""
     try:
-        mod = __import__(f"liger_kernel.ops.{module}", fromlist=[cls])
+        with warnings.catch_warnings():  # its import pulls tqdm, which warns about Jupyter widgets
+            warnings.simplefilter("ignore")
+            mod = __import__(f"liger_kernel.ops.{module}", fromlist=[cls])
         return getattr(mod, cls)
     except Exception:  # ImportError, or Triton failing to initialise without a GPU
         return None
