@@ -19,6 +19,10 @@ def busy_wait(seconds=HOST_DELAY_S):
 
 
 def direct_and_slow_launch(rows, cols):
+    """The same kernel twice: called directly, and with 0.2 ms of host work right
+    before every timed launch. The host work runs as `host_work` (between the start
+    event and the launch) rather than inside the call, so that graph replay, where
+    a wrapper's body runs only once at capture, is held to the same test."""
     from kernelbook.build import load_stage
 
     op, ops = OPS["rmsnorm"], load_stage("05")
