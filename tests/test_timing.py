@@ -76,14 +76,18 @@ def timing(ms, spread):
     return bench.Timing("t", ms, spread, 1_000_000)
 
 
+def judged(t, copy, timed_out):
+    return bench.judge(t.gbps, t.spread, copy.gbps, copy.spread, timed_out)
+
+
 def test_judge_flags_impossible_noisy_and_timed_out():
     copy = timing(1.0, 0.02)
-    assert ladder._judge(timing(1.05, 0.02), copy, False) == ""
-    assert ladder._judge(timing(1.0 / 1.01, 0.02), copy, False) == ""        # 1% faster: within the copy's spread
-    assert "faster than the copy" in ladder._judge(timing(0.9, 0.02), copy, False)
-    assert "noisy" in ladder._judge(timing(1.2, 0.3), copy, False)
-    assert "timed out" in ladder._judge(timing(1.2, 0.01), copy, True)
-    assert "copy reference noisy" in ladder._judge(timing(1.2, 0.01), timing(1.0, 0.5), False)
+    assert judged(timing(1.05, 0.02), copy, False) == ""
+    assert judged(timing(1.0 / 1.01, 0.02), copy, False) == ""        # 1% faster: within the copy's spread
+    assert "faster than the copy" in judged(timing(0.9, 0.02), copy, False)
+    assert "noisy" in judged(timing(1.2, 0.3), copy, False)
+    assert "timed out" in judged(timing(1.2, 0.01), copy, True)
+    assert "copy reference noisy" in judged(timing(1.2, 0.01), timing(1.0, 0.5), False)
 
 
 def record_with(result):

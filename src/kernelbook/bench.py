@@ -44,10 +44,18 @@ def rmsnorm_bytes(rows: int, cols: int, dtype: torch.dtype = torch.float32) -> i
     return OPS["rmsnorm"].nbytes((rows, cols), dtype)
 
 
-def rows_for_bytes(nbytes: int, cols: int, dtype: torch.dtype = torch.float32) -> int:
-    from .ops import OPS
-
-    return OPS["rmsnorm"].rows_for_bytes(nbytes, cols, dtype)
+def judge(gbps: float, spread: float, copy_gbps: float, copy_spread: float, timed_out: bool = False) -> str:
+    """Why a measurement can not stand as a plain number ('' if it can): the
+    rule the ladder flags by and results records are checked against."""
+    if timed_out:
+        return "a gate timed out: the op waited on the host"
+    if copy_spread > SPREAD_LIMIT:
+        return f"copy reference noisy (spread {copy_spread:.2f})"
+    if gbps > copy_gbps * (1 + copy_spread):
+        return f"faster than the copy ({100 * gbps / copy_gbps:.0f}%) beyond its spread"
+    if spread > SPREAD_LIMIT:
+        return f"noisy (spread {spread:.2f} > {SPREAD_LIMIT})"
+    return ""
 
 
 def mode_for(nbytes: int) -> str:
@@ -187,7 +195,8 @@ def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, m
                 host_work[name]()
             fn()
             end.record()
-            gate.release()
+            if gated:
+                gate.release()
             events.append((name, start, end, per_timing))
     torch.cuda.synchronize()
     samples: dict[str, list[float]] = {name: [] for name in names}
@@ -196,13 +205,18 @@ def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, m
     return samples, gate.timed_out
 
 
+def copy_bytes(nbytes: int) -> int:
+    """What the copy of about `nbytes` really moves: whole floats, read and written."""
+    return 8 * max(4, nbytes // 8)
+
+
 def copy_contenders(nbytes: int) -> list[Contender]:
     """The project's float4 copy kernel (the speed of light) and torch's copy_,
-    each moving about `nbytes` (half read, half written; a multiple of 8 bytes)."""
+    each moving copy_bytes(nbytes) (half read, half written)."""
     from .build import load_bench
 
     ops = load_bench()
-    n = max(4, nbytes // 8)
+    n = copy_bytes(nbytes) // 8
     pairs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def buffers(k):
@@ -224,6 +238,6 @@ def copy_contenders(nbytes: int) -> list[Contender]:
 
 def copy_speed_of_light(nbytes: int, reps: int = 30) -> tuple[Timing, Timing]:
     """(ours, torch's) copy of `nbytes`, timed in interleaved rounds."""
-    moved = 8 * max(4, nbytes // 8)
+    moved = copy_bytes(nbytes)
     samples, _ = time_round_robin(copy_contenders(nbytes), moved, reps)
     return summarize(COPY, samples[COPY], moved), summarize(TORCH_COPY, samples[TORCH_COPY], moved)

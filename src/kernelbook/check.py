@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import torch
 
-from . import reference
 
 # |out - ref| <= atol + rtol * |ref|, elementwise, against the float64 reference.
 # fp32: outputs are rounded once (6e-8 relative); the fp32 sums add a few 1e-7 and
@@ -27,7 +26,6 @@ STANDARD_SHAPES = [
 ]
 
 EPS = 1e-6
-SHORT_DTYPE = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 
 
 def tolerance(dtype: torch.dtype) -> tuple[float, float]:
@@ -145,11 +143,11 @@ def verify(op, ops, shapes=None, dtype=torch.float32, device="cuda", variant=Non
         inputs = op.make_inputs(shape, dtype, device)
         has_out = hasattr(ops, op.out_op)  # chapter 01's CPU loops only return fresh tensors
         out = op.call_stage(ops, inputs, poisoned_like(inputs["x"]) if has_out else None, variant)
-        results.append(op.check(out, op.reference(inputs), dtype, f"{op.name} {SHORT_DTYPE[dtype]} {tuple(shape)}"))
+        results.append(op.check(out, op.reference(inputs), dtype, f"{op.name} {str(dtype).removeprefix('torch.')} {tuple(shape)}"))
     return results
 
 
-def verify_rms_norm(ops, shapes=STANDARD_SHAPES, device="cuda", dtype=torch.float32, eps=EPS) -> list[CheckResult]:
+def verify_rms_norm(ops, shapes=STANDARD_SHAPES, device="cuda", dtype=torch.float32) -> list[CheckResult]:
     """verify() for RMSNorm (the chapters 01-05 notebooks call this)."""
     from .ops import OPS
 

@@ -7,7 +7,7 @@ A measurement is kept as a plain number only if it is possible and steady:
 - impossible: faster than the copy of the same bytes by more than the copy's
   own round-to-round spread;
 - noisy: its own spread, (p90 - p10) / median over the rounds, above
-  SPREAD_LIMIT.
+  bench.SPREAD_LIMIT (the rule is bench.judge).
 Such a contender is re-measured (with the copy, in fresh rounds) up to RETRIES
 times; if it stays so it is recorded as flagged, with the reason, and tables and
 plots show it as flagged, never as a plain number.
@@ -25,7 +25,6 @@ from .build import load_stage
 from .ops import LARGE_COLS, SMALL_SHAPE, Op, dtype_name, dtype_of, get_op  # noqa: F401 (re-exported)
 from .stages import Stage, cuda_stages
 
-SPREAD_LIMIT = bench.SPREAD_LIMIT
 RETRIES = 2
 
 
@@ -66,19 +65,6 @@ def verify_stages(op: Op, dtype: torch.dtype, stages: list[Stage], record: dict 
     return rows
 
 
-def _judge(t: bench.Timing, copy: bench.Timing, timed_out: bool) -> str:
-    """Why a timing can not stand as a plain number ('' if it can)."""
-    if timed_out:
-        return "a gate timed out: the op waited on the host"
-    if copy.spread > SPREAD_LIMIT:
-        return f"copy reference noisy (spread {copy.spread:.2f})"
-    if t.gbps > copy.gbps * (1 + copy.spread):
-        return f"faster than the copy ({100 * t.gbps / copy.gbps:.0f}%) beyond its spread"
-    if t.spread > SPREAD_LIMIT:
-        return f"noisy (spread {t.spread:.2f} > {SPREAD_LIMIT})"
-    return ""
-
-
 def run_case(op: Op | str, dtype, shape, calls: dict[str, Callable], with_torch: bool = True,
              reps: int = 30) -> dict:
     """Time every call (plus torch's and peers' when `with_torch`) on `shape`,
@@ -104,7 +90,7 @@ def run_case(op: Op | str, dtype, shape, calls: dict[str, Callable], with_torch:
 
     copies = bench.copy_contenders(nbytes)
     todo = [bench.Contender(name, maker(fn)) for name, fn in fns.items()]
-    copy_bytes = 8 * max(4, nbytes // 8)
+    copy_bytes = bench.copy_bytes(nbytes)
     entries: dict[str, dict] = {}
     case = {"op": op.name, "dtype": dtype_name(dtype), "shape": list(shape), "rows": math.prod(shape[:-1]),
             "cols": shape[-1], "bytes": nbytes, "mode": mode, "attempts": 0}
@@ -120,7 +106,7 @@ def run_case(op: Op | str, dtype, shape, calls: dict[str, Callable], with_torch:
             case["attempts"] = attempt + 1
             for c in todo:
                 t = bench.summarize(c.name, samples[c.name], nbytes)
-                why = _judge(t, copy, timed_out)
+                why = bench.judge(t.gbps, t.spread, copy.gbps, copy.spread, timed_out)
                 earlier = entries[c.name]["remeasured_after"] + [entries[c.name]["flag"]] if attempt else []
                 entries[c.name] = {"name": c.name, "ms": t.ms, "gbps": t.gbps, "pct_sol": 100 * t.gbps / copy.gbps,
                                    "spread": t.spread, "copy_gbps": copy.gbps, "copy_spread": copy.spread,

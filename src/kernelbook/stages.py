@@ -57,7 +57,7 @@ class Stage:
         return [(f"{self.label} · {v}", self.variant(v)) for v in self.ladder_variants]
 
 
-HALF_DTYPES = ("float32", "float16", "bfloat16")
+FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 
 STAGES = [
     Stage("01", "01_cpu_reference", "rmsnorm_cpu.cpp", "CPU reference", "cpu_binding.cpp"),
@@ -70,14 +70,14 @@ STAGES = [
     Stage("05", "05_float4_vectorization", "rmsnorm_float4.cu", "float4 vectorization",
           "rmsnorm_binding.cpp", "rmsnorm_float4_forward"),
     Stage("06", "06_half2_gelu", "gelu_half2.cu", "half2 GELU", "gelu_binding.cpp", "gelu_forward",
-          op="gelu", dtypes=HALF_DTYPES,
+          op="gelu", dtypes=FLOAT_DTYPES,
           variants=(("scalar", 0), ("half2", 1), ("pack", 2), ("half math", 3)),
           ladder_variants=("scalar", "half2", "pack")),
     Stage("07", "07_welford_layernorm", "layernorm_welford.cu", "Welford LayerNorm", "layernorm_binding.cpp",
-          "layernorm_forward", op="layernorm", dtypes=HALF_DTYPES,
+          "layernorm_forward", op="layernorm", dtypes=FLOAT_DTYPES,
           variants=(("welford", 0), ("two-pass", 1), ("one-pass", 2)), ladder_variants=("welford",)),
     Stage("08", "08_half_precision_rmsnorm", "rmsnorm_half.cu", "half-precision RMSNorm", "rmsnorm_binding.cpp",
-          "rmsnorm_half_forward", dtypes=HALF_DTYPES),
+          "rmsnorm_half_forward", dtypes=FLOAT_DTYPES),
 ]
 
 
