@@ -9,7 +9,8 @@
 // 40003 has var = 1.25, but x^2 is about 1.6e9, where neighbouring floats are 128
 // apart: E[x^2] - E[x]^2 subtracts two rounded numbers that agree in every digit
 // the variance lives in, and returns garbage, often negative (NaN after the
-// rsqrt). A row of all 1234.0 (var = 0) can come out at +-0.1 instead of 0.
+// rsqrt). A constant row fares no better: for 4,099 copies of 1234.0 (var = 0)
+// the shortcut (method 2 below) returns non-finite outputs.
 // Welford's update keeps a running mean and the sum of squared deviations M2
 // instead of raw sums, so nothing large is ever subtracted:
 //     n += 1;  d = v - mean;  mean += d / n;  M2 += d * (v - mean)
@@ -17,9 +18,9 @@
 //     n = na + nb;  d = mb - ma;  mean = ma + d * nb / n;  M2 = Ma + Mb + d^2 * na * nb / n
 // so the statistics of a row still come out of one read and one reduction:
 // Welford inside each 16-byte vector, Chan across a thread's vectors, across the
-// lanes of a warp (__shfl_xor_sync) and across the warps of a block (shared
-// memory, one barrier). A constant row gives var = 0 exactly: the first update
-// sets the mean to the value itself, every later d is 0, and every merge sees d = 0.
+// lanes of a warp (shuffles) and across the warps of a block (shared memory, one
+// barrier). A constant row gives var = 0 exactly: the first update sets the mean
+// to the value itself, every later d is 0, and every merge sees d = 0.
 //
 // method (the launcher's argument; the notebook compares them):
 //   0  Welford + Chan as above (the stage).
@@ -40,20 +41,23 @@
 //     tensor starting at an odd offset) while x and y share their misalignment:
 //     the row's first elements up to a 16-byte boundary (the head) and its last
 //     partial vector (the tail) are read one element each by a few threads; the
-//     body in between still moves in 16-byte vectors. Rows longer than a warp's
-//     worth only (short rows take the scalar path).
-//   * scalar: anything else, element by element; still one read of x.
+//     body in between still moves in 16-byte vectors (weight and bias too when
+//     the body starts at a multiple of the vector width, else element-wise).
+//   * scalar: x and y misaligned differently; element by element, still one
+//     read of x.
 //   Row lengths, in vectors of the path (4 floats, 8 halves, or 1 element):
 //   * <= 128 vectors (fp32 <= 512, fp16/bf16 <= 1,024 columns): 4 to 32 lanes
 //     per row, several rows per warp and per 128-thread block; the statistics
 //     are merged with shuffles alone, no shared memory and no barrier.
-//   * <= 8,192 vectors (fp32 <= 32,768, fp16/bf16 <= 65,536 columns): one block
-//     per row, 64 to 512 threads holding about 4 vectors each (8 or 16 at the
-//     long end); the row stays in registers between the statistics and the
-//     normalize, so x is read once. Weight and bias are read after the
-//     reduction: they are shared by every row and stay in L2.
+//   * <= 4,096 vectors (fp32 <= 16,384, fp16/bf16 <= 32,768 columns; 16,384 on
+//     the scalar path): one block per row, 64 to 512 threads holding 4 or 8
+//     vectors each (launch_rows has the table and why); the row stays in
+//     registers between the statistics and the normalize, so x is read once.
+//     Weight and bias are read after the reduction: every row shares them, so
+//     they stay in L2, and they hold no registers across it.
 //   * longer: a streaming fallback, 512 threads, reads x twice (Welford in the
-//     first pass, normalize in the second; method 1 reads it three times).
+//     first pass, normalize in the second, usually from L2; method 1 reads it
+//     three times).
 //
 // Works for any number of rows (0, 1, more than 65,535: the grid is capped and
 // blocks loop over rows) and any row length >= 1 (cols = 1 gives y = bias);
@@ -79,6 +83,7 @@ constexpr int kMaxWarps = kMaxThreads / 32;
 constexpr int kWarpPathThreads = 128;           // block size of the short-row path
 constexpr int kWarpPathVpt = 4;                 // vectors per lane on the short-row path
 constexpr int kMaxGrid = 65535;                 // blocks loop over the rows beyond
+constexpr int64_t kManyRows = 2048;             // "many rows": see launch_rows
 constexpr unsigned kFullMask = 0xffffffffu;
 
 // ---- element conversions: intrinsics only (torch builds with the half operators off)
@@ -104,7 +109,9 @@ __device__ __forceinline__ float lo_float(__nv_bfloat162 v) { return __low2float
 __device__ __forceinline__ float hi_float(__nv_bfloat162 v) { return __high2float(v); }
 
 template <typename T> __device__ __forceinline__ typename Pair<T>::type pair_from_floats(float a, float b);
-template <> __device__ __forceinline__ __half2 pair_from_floats<__half>(float a, float b) { return __floats2half2_rn(a, b); }
+template <> __device__ __forceinline__ __half2 pair_from_floats<__half>(float a, float b) {
+  return __floats2half2_rn(a, b);
+}
 template <> __device__ __forceinline__ __nv_bfloat162 pair_from_floats<__nv_bfloat16>(float a, float b) {
   return __floats2bfloat162_rn(a, b);
 }
@@ -554,11 +561,10 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 }
 
 // Register budget of the block path: 64 registers a thread (two 512-thread
-// blocks, or more smaller ones, per SM), 128 for the 16-vector slices of the
-// longest rows (one 512-thread block per SM). Asking for the occupancy also
-// keeps ptxas from its own guess, which spilled a few bytes here and there.
-template <int N, int THREADS, int VPT>
-constexpr int kBlocksPerSm = (N > 1 && VPT >= 16 ? 512 : 1024) / THREADS;
+// blocks, or more smaller ones, per SM). Asking for this occupancy also keeps
+// ptxas from its own guess, which spilled a few bytes here and there.
+template <int THREADS>
+constexpr int kBlocksPerSm = 1024 / THREADS;
 
 // One row per block of THREADS threads, VPT vectors per thread held in
 // registers. THREADS is a compile-time constant so that slot k's address is the
@@ -566,10 +572,10 @@ constexpr int kBlocksPerSm = (N > 1 && VPT >= 16 ? 512 : 1024) / THREADS;
 // registers to keep alive across the reduction. Rows on this path have at most
 // 16,384 vectors, so in-row indices fit in 32 bits.
 template <typename T, int N, bool PEEL, int THREADS, int VPT>
-__global__ void __launch_bounds__(THREADS, kBlocksPerSm<N, THREADS, VPT>)
+__global__ void __launch_bounds__(THREADS, kBlocksPerSm<THREADS>)
 layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                        T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps,
-                      int method, bool wb_vec) {
+                       int method, bool wb_vec) {
   using P = Pack<T, N>;
   constexpr int kWarps = THREADS / 32;
   __shared__ float slots[2][3][kWarps];
@@ -625,7 +631,7 @@ template <typename T, int N, bool PEEL>
 __global__ void __launch_bounds__(kMaxThreads, 2)
 layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                            T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps,
-                      int method, bool wb_vec) {
+                       int method, bool wb_vec) {
   constexpr int kUnroll = 4;
   constexpr int64_t kStride = kMaxThreads;
   using P = Pack<T, N>;
@@ -747,14 +753,21 @@ cudaError_t launch_streaming(const Launch<T>& l) {
   return cudaGetLastError();
 }
 
-// Picks the kernel for rows of `cols` elements moved N at a time.
-//   nvec <= 128 vectors: G lanes per row, the fewest (at least 4, 16 when
-//     peeled) that leave each lane at most 4 vectors. A 128-float row: 8 lanes
-//     x 4 float4, 16 rows per block; a 512-float or 1,024-half row: 32 lanes x 4.
-//   nvec <= 2,048: one block per row, 64 to 512 threads x 4 vectors.
-//   nvec <= 8,192 (16,384 elements on the scalar path): 512 threads x 8 or 16
-//     vectors (16 float4 = 64 registers of row data; 32 on the scalar path).
-//   longer: streaming.
+// Picks the kernel for rows of `cols` elements moved N at a time (nvec vectors).
+//   nvec <= 128: G lanes per row, the fewest (at least 4, 16 when peeled) that
+//     leave each lane at most 4 vectors. A 128-float row: 8 lanes x 4 float4, 16
+//     rows per block; a 512-float or 1,024-half row: 32 lanes x 4.
+//   nvec <= 4,096 (16,384 floats, 32,768 halves): one block per row, the row in
+//     registers. About 4 vectors per thread (64 to 512 threads), 8 at 512
+//     threads. With many rows of 16-bit elements the GPU is full anyway and the
+//     per-row merge (shuffles, one division per step) is what costs: 8 vectors
+//     per thread halve the threads that merge (measured on an H200, bf16 at
+//     4,096-16,384 columns: 93-88% of a copy with 4, 98-93% with 8). With few
+//     rows, latency counts: spreading a row over more threads finishes it sooner.
+//   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
+//   longer: streaming. 512 x 16 vectors fit in registers (128 a thread), but
+//     one such block per SM left the memory idle while it reduced and stored:
+//     52% of a copy at 65,536 halves, against 67% streaming.
 template <typename T, int N, bool PEEL>
 cudaError_t launch_rows(const Launch<T>& l) {
   const int64_t nvec = l.cols / N;  // a row's body has at most this many vectors
@@ -766,12 +779,23 @@ cudaError_t launch_rows(const Launch<T>& l) {
   if (nvec <= 16 * V) return launch_warp<T, N, PEEL, 16>(l);
   if (nvec <= 32 * V) return launch_warp<T, N, PEEL, 32>(l);
   if (nvec <= 64 * 4) return launch_block<T, N, PEEL, 64, 4>(l);
+  if constexpr (N == 8) {  // fp16, bf16
+    if (l.rows >= kManyRows) {
+      if (nvec <= 64 * 8) return launch_block<T, N, PEEL, 64, 8>(l);
+      if (nvec <= 128 * 8) return launch_block<T, N, PEEL, 128, 8>(l);
+      if (nvec <= 256 * 8) return launch_block<T, N, PEEL, 256, 8>(l);
+      if (nvec <= 512 * 8) return launch_block<T, N, PEEL, 512, 8>(l);
+      return launch_streaming<T, N, PEEL>(l);
+    }
+  }
   if (nvec <= 128 * 4) return launch_block<T, N, PEEL, 128, 4>(l);
   if (nvec <= 256 * 4) return launch_block<T, N, PEEL, 256, 4>(l);
   if (nvec <= 512 * 4) return launch_block<T, N, PEEL, 512, 4>(l);
   if (nvec <= 512 * 8) return launch_block<T, N, PEEL, 512, 8>(l);
-  if (nvec <= 512 * 16) return launch_block<T, N, PEEL, 512, 16>(l);
-  if (N == 1 && nvec <= 512 * 32) return launch_block<T, N, PEEL, 512, (N == 1 ? 32 : 16)>(l);
+  if constexpr (N == 1) {
+    if (nvec <= 512 * 16) return launch_block<T, N, PEEL, 512, 16>(l);
+    if (nvec <= 512 * 32) return launch_block<T, N, PEEL, 512, 32>(l);
+  }
   return launch_streaming<T, N, PEEL>(l);
 }
 

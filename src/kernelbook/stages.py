@@ -75,7 +75,8 @@ STAGES = [
           ladder_variants=("scalar", "half2", "pack")),
     Stage("07", "07_welford_layernorm", "layernorm_welford.cu", "Welford LayerNorm", "layernorm_binding.cpp",
           "layernorm_forward", op="layernorm", dtypes=FLOAT_DTYPES,
-          variants=(("welford", 0), ("two-pass", 1), ("one-pass", 2)), ladder_variants=("welford",)),
+          variants=(("welford", 0), ("two-pass", 1), ("one-pass", 2)),
+          ladder_variants=("welford", "two-pass", "one-pass")),
     Stage("08", "08_half_precision_rmsnorm", "rmsnorm_half.cu", "half-precision RMSNorm", "rmsnorm_binding.cpp",
           "rmsnorm_half_forward", dtypes=FLOAT_DTYPES),
 ]
