@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from . import check, ladder, results, toolchain
+from . import bench, check, ladder, results, toolchain
 from .ops import dtype_of, get_op
 from .stages import get_stage, source_diff
 
@@ -98,16 +98,26 @@ def chapter_results_path(chapter) -> Path:
     return stage.path.parent / "results.json"
 
 
-def ladder_results(chapter, shapes=None, dtypes=None, reps: int = 30) -> dict:
-    """On a GPU: verify and measure the chapter's op, in each dtype (the stage's
-    by default), for every stage up to the chapter plus torch and peers; store the
-    record beside the chapter and return it. Without a GPU: the stored record."""
+def ladder_results(chapter, shapes=None, dtypes=None, reps: int = 30, ops=None, cols=None, small=()) -> dict:
+    """On a GPU: verify and measure the chapter's op (or each of `ops`), in each
+    dtype (the stage's by default), for every stage up to the chapter plus torch
+    and peers; store the record beside the chapter and return it. Without a GPU:
+    the stored record. Shapes: `shapes` as given, or rows of each length in `cols`
+    moving about 256 MiB in each dtype followed by the `small` shapes, or the op's
+    own ladder shapes."""
     stage = get_stage(chapter)
     path = chapter_results_path(chapter)
     if HAS_GPU:
         record = results.new_record()
-        for dtype in dtypes or stage.dtypes:
-            ladder.measure_ladder(stage.op, dtype, chapter, shapes, reps=reps, record=record)
+        for name in ops or (stage.op,):
+            op = get_op(name)
+            for dtype in dtypes or stage.dtypes:
+                if cols is not None:
+                    shapes_here = [(op.rows_for_bytes(bench.BIG_BYTES, c, dtype_of(dtype)), c) for c in cols]
+                    shapes_here += [tuple(s) for s in small]
+                else:
+                    shapes_here = shapes
+                ladder.measure_ladder(op, dtype, chapter, shapes_here, reps=reps, record=record)
         results.save(record, path)
         print(f"measured on {results.device_line(record)}; stored in {path.parent.name}/{path.name}")
     else:
