@@ -25,7 +25,8 @@
 // method (the launcher's argument; the notebook compares them):
 //   0  Welford + Chan as above (the stage).
 //   1  two-pass over the register-resident row: a block sum for the mean, then a
-//      second block sum of (x - mean)^2. Stable; two reductions instead of one.
+//      second block sum of d = x - mean and d^2, whose sum(d) corrects the mean
+//      (corrected_two_pass below). Stable; two reductions instead of one.
 //   2  one pass of sum and sum of squares, var = E[x^2] - E[x]^2 in fp32. Kept only
 //      to show the failure: nothing is clamped, a negative variance becomes NaN.
 //
@@ -243,19 +244,19 @@ __device__ __forceinline__ float thread_sum(const Pack<T, N> (&v)[VPT], int nk) 
   return s;
 }
 
+// Sums of d = x - mean and of d^2 over a thread's valid vectors (method 1).
 template <typename T, int N, int VPT>
-__device__ __forceinline__ float thread_sum_sq_dev(const Pack<T, N> (&v)[VPT], int nk, float mean) {
-  float s = 0.0f;
+__device__ __forceinline__ void thread_dev_sums(const Pack<T, N> (&v)[VPT], int nk, float mean, float& s, float& q) {
 #pragma unroll
   for (int k = 0; k < VPT; ++k)
     if (k < nk) {
 #pragma unroll
       for (int e = 0; e < N; ++e) {
         const float d = v[k].get(e) - mean;
-        s += d * d;
+        s += d;
+        q += d * d;
       }
     }
-  return s;
 }
 
 template <typename T, int N, int VPT>
@@ -386,6 +387,19 @@ __device__ __forceinline__ float divide_by_cols(float sum, float cols, float inv
   return fmaf(fmaf(-q, cols, sum), inv_cols, q);
 }
 
+// Two-pass statistics, corrected: the first mean (a rounded fp32 sum over the
+// row, divided) can be off by a few ulps of the row's sum / cols, and every
+// x - mean would carry that error. The second pass sums d = x - mean0 as well as
+// d^2 in the same reduction; sum(d) / cols is the first mean's error, so adding
+// it fixes the mean, and var = E[d^2] - E[d]^2 has nothing to cancel (E[d] is
+// tiny). A constant row still gives d = 0 everywhere, var = 0, mean exact.
+__device__ __forceinline__ void corrected_two_pass(float mean0, float sum_d, float sum_d2, float inv_cols,
+                                                   float& mean, float& var) {
+  const float c = sum_d * inv_cols;
+  mean = mean0 + c;
+  var = fmaxf(sum_d2 * inv_cols - c * c, 0.0f);
+}
+
 // mean and rstd of a row whose elements are held by the threads of `red`: each
 // thread has nk valid vectors in v and, on the peeled path, maybe one extra element.
 template <class Reduce, typename T, int N, int VPT>
@@ -402,10 +416,15 @@ __device__ __forceinline__ void row_stats(int method, const Pack<T, N> (&v)[VPT]
   } else if (method == 1) {
     float a = thread_sum(v, nk);
     if (has_edge) a += edge;
-    mean = divide_by_cols(red.sum(a), cols, inv_cols);
-    float q = thread_sum_sq_dev(v, nk, mean);
-    if (has_edge) q += (edge - mean) * (edge - mean);
-    var = red.sum(q) * inv_cols;
+    const float mean0 = divide_by_cols(red.sum(a), cols, inv_cols);
+    float e = 0.0f, q = 0.0f;
+    thread_dev_sums(v, nk, mean0, e, q);
+    if (has_edge) {
+      e += edge - mean0;
+      q += (edge - mean0) * (edge - mean0);
+    }
+    red.sum2(e, q);
+    corrected_two_pass(mean0, e, q, inv_cols, mean, var);
   } else {
     float a = thread_sum(v, nk), q = thread_sum_sq(v, nk);
     if (has_edge) {
@@ -677,10 +696,11 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
     } else if (method == 1) {
       float a = has_edge ? edge : 0.0f;
       sweep([&](const P(&v)[kUnroll], int nk, int64_t) { a += thread_sum(v, nk); });
-      mean = divide_by_cols(red.sum(a), static_cast<float>(cols), inv_cols);
-      float q = has_edge ? (edge - mean) * (edge - mean) : 0.0f;
-      sweep([&](const P(&v)[kUnroll], int nk, int64_t) { q += thread_sum_sq_dev(v, nk, mean); });
-      var = red.sum(q) * inv_cols;
+      const float mean0 = divide_by_cols(red.sum(a), static_cast<float>(cols), inv_cols);
+      float e = has_edge ? edge - mean0 : 0.0f, q = e * e;
+      sweep([&](const P(&v)[kUnroll], int nk, int64_t) { thread_dev_sums(v, nk, mean0, e, q); });
+      red.sum2(e, q);
+      corrected_two_pass(mean0, e, q, inv_cols, mean, var);
     } else {
       float a = has_edge ? edge : 0.0f, q = has_edge ? edge * edge : 0.0f;
       sweep([&](const P(&v)[kUnroll], int nk, int64_t) {
