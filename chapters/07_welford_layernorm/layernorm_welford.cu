@@ -21,6 +21,13 @@
 // lanes of a warp (shuffles) and across the warps of a block (shared memory, one
 // barrier). A constant row gives var = 0 exactly: the first update sets the mean
 // to the value itself, every later d is 0, and every merge sees d = 0.
+// Shift: Welford's running mean is rounded at the scale of the row's offset at
+// every update (a row near 1,000 loses half of ulp(1000) = 6e-5 each time), and
+// every x - mean inherits that. So each row is shifted by its first element: the
+// statistics are of x - x[0] (exact in fp32 while x and x[0] are within a factor
+// of two), the mean is kept relative to x[0], and y uses (x - x[0]) - mean. The
+// rounding then scales with the row's spread, not its offset. A first element far
+// from the rest costs at most about sqrt(cols) * 2^-24 in y.
 //
 // method (the launcher's argument; the notebook compares them):
 //   0  Welford + Chan as above (the stage).
@@ -85,6 +92,7 @@ constexpr int kWarpPathThreads = 128;           // block size of the short-row p
 constexpr int kWarpPathVpt = 4;                 // vectors per lane on the short-row path
 constexpr int kMaxGrid = 65535;                 // blocks loop over the rows beyond
 constexpr int64_t kManyRows = 2048;             // "many rows": see launch_rows
+constexpr int64_t kFewRows = 256;               // "few rows": see launch_rows
 constexpr unsigned kFullMask = 0xffffffffu;
 
 // ---- element conversions: intrinsics only (torch builds with the half operators off)
@@ -195,11 +203,11 @@ __device__ __forceinline__ Stats chan_merge(Stats a, Stats b) {
 // so 1/(e+1) is folded into a multiply: no division. The first step sets the mean
 // to the first value exactly.
 template <typename T, int N>
-__device__ __forceinline__ Stats pack_welford(const Pack<T, N>& p) {
+__device__ __forceinline__ Stats pack_welford(const Pack<T, N>& p, float shift) {
   float mean = 0.0f, m2 = 0.0f;
 #pragma unroll
   for (int e = 0; e < N; ++e) {
-    const float v = p.get(e);
+    const float v = p.get(e) - shift;
     const float d = v - mean;
     mean += d * (1.0f / static_cast<float>(e + 1));
     m2 += d * (v - mean);
@@ -216,12 +224,12 @@ __device__ __forceinline__ Stats welford_push(Stats s, float v) { return chan_me
 // Slot k is merged into the running statistics of slots 0..k-1, whose count is
 // k * N: b's share is 1 / (k + 1), a compile-time constant again.
 template <typename T, int N, int VPT>
-__device__ __forceinline__ Stats thread_welford(const Pack<T, N> (&v)[VPT], int nk) {
+__device__ __forceinline__ Stats thread_welford(const Pack<T, N> (&v)[VPT], int nk, float shift) {
   Stats s{0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int k = 0; k < VPT; ++k) {
     if (k < nk) {
-      const Stats p = pack_welford(v[k]);
+      const Stats p = pack_welford(v[k], shift);
       const float f = 1.0f / static_cast<float>(k + 1);
       const float d = p.mean - s.mean;
       s.mean += d * f;
@@ -402,14 +410,15 @@ __device__ __forceinline__ void corrected_two_pass(float mean0, float sum_d, flo
 
 // mean and rstd of a row whose elements are held by the threads of `red`: each
 // thread has nk valid vectors in v and, on the peeled path, maybe one extra element.
+// mean is relative to `shift` (the row's first element for method 0, else 0).
 template <class Reduce, typename T, int N, int VPT>
 __device__ __forceinline__ void row_stats(int method, const Pack<T, N> (&v)[VPT], int nk, bool has_edge,
-                                          float edge, float cols, float inv_cols, float eps, Reduce& red, float& mean,
-                                          float& rstd) {
+                                          float edge, float shift, float cols, float inv_cols, float eps, Reduce& red,
+                                          float& mean, float& rstd) {
   float var;
   if (method == 0) {
-    Stats s = thread_welford(v, nk);
-    if (has_edge) s = welford_push(s, edge);
+    Stats s = thread_welford(v, nk, shift);
+    if (has_edge) s = welford_push(s, edge - shift);
     s = red.merge(s);
     mean = s.mean;
     var = s.m2 * inv_cols;
@@ -440,8 +449,10 @@ __device__ __forceinline__ void row_stats(int method, const Pack<T, N> (&v)[VPT]
 
 // ---- normalize ----------------------------------------------------------------
 
-__device__ __forceinline__ float affine(float v, float mean, float rstd, float w, float b) {
-  return fmaf((v - mean) * rstd, w, b);
+// (v - shift) is exact for the values of a row with a large offset (Sterbenz:
+// v and shift within a factor of two), so only the small mean carries rounding.
+__device__ __forceinline__ float affine(float v, float shift, float mean, float rstd, float w, float b) {
+  return fmaf(((v - shift) - mean) * rstd, w, b);
 }
 
 // Reads N weights and biases starting at element c (1 and 0 where absent): one
@@ -476,11 +487,11 @@ __device__ __forceinline__ void load_affine(const T* __restrict__ weight, const 
 }
 
 template <typename T, int N>
-__device__ __forceinline__ Pack<T, N> normalize_pack(const Pack<T, N>& v, float mean, float rstd,
+__device__ __forceinline__ Pack<T, N> normalize_pack(const Pack<T, N>& v, float shift, float mean, float rstd,
                                                      const float (&w)[N], const float (&b)[N]) {
   float f[N];
 #pragma unroll
-  for (int e = 0; e < N; ++e) f[e] = affine(v.get(e), mean, rstd, w[e], b[e]);
+  for (int e = 0; e < N; ++e) f[e] = affine(v.get(e), shift, mean, rstd, w[e], b[e]);
   Pack<T, N> out;
   out.set(f);
   return out;
@@ -513,8 +524,8 @@ __device__ __forceinline__ RowSplit split_row(const T* xr, int64_t cols) {
 // Writes the peeled path's edge element c of the row (one per owning thread).
 template <typename T>
 __device__ __forceinline__ void store_edge(T* yr, const T* __restrict__ weight, const T* __restrict__ bias,
-                                           int64_t c, float v, float mean, float rstd) {
-  yr[c] = from_float<T>(affine(v, mean, rstd, weight ? to_float(weight[c]) : 1.0f, bias ? to_float(bias[c]) : 0.0f));
+                                           int64_t c, float v, float shift, float mean, float rstd) {
+  yr[c] = from_float<T>(affine(v, shift, mean, rstd, weight ? to_float(weight[c]) : 1.0f, bias ? to_float(bias[c]) : 0.0f));
 }
 
 // Short rows: G lanes per row, 32 / G rows per warp, kWarpPathThreads / G rows
@@ -558,8 +569,9 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
     }
     const int nk = t < nb ? min(VPT, (nb - t + G - 1) / G) : 0;
 
+    const float shift = method == 0 ? to_float(xr[0]) : 0.0f;  // "Shift" above
     float mean, rstd;
-    row_stats(method, v, nk, has_edge, edge, static_cast<float>(cols), inv_cols, eps, red, mean, rstd);
+    row_stats(method, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, red, mean, rstd);
 
     T* yr = y + (live ? row : 0) * cols;
     P* yv = reinterpret_cast<P*>(yr + s.head);
@@ -570,11 +582,11 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
       if (i < nb) {
         float w[N], b[N];
         load_affine<T, N>(weight, bias, s.head + static_cast<int64_t>(i) * N, vec, w, b);
-        store_vec(yv + i, normalize_pack(v[k], mean, rstd, w, b));
+        store_vec(yv + i, normalize_pack(v[k], shift, mean, rstd, w, b));
       }
     }
     if constexpr (PEEL) {
-      if (has_edge) store_edge(yr, weight, bias, s.edge_index(t, N), edge, mean, rstd);
+      if (has_edge) store_edge(yr, weight, bias, s.edge_index(t, N), edge, shift, mean, rstd);
     }
   }
 }
@@ -597,6 +609,10 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
                        int method, bool wb_vec) {
   using P = Pack<T, N>;
   constexpr int kWarps = THREADS / 32;
+  // Weight and bias are loaded before the reduction only for the few-rows
+  // configurations (one or two vectors a thread): there a launch is one wave and
+  // its time is latency; elsewhere they would hold registers across it.
+  constexpr bool kEarlyAffine = VPT <= 2;
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
   const int tid = threadIdx.x;
@@ -619,23 +635,29 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
     }
     const int nk = tid < nb ? min(VPT, (nb - tid + THREADS - 1) / THREADS) : 0;
 
+    const float shift = method == 0 ? to_float(xr[0]) : 0.0f;  // "Shift" above
+    const int64_t c0 = s.head + static_cast<int64_t>(tid) * N;  // first element of slot 0
+    const bool vec = !PEEL || (wb_vec && s.head == 0);
+    float w[VPT][N], b[VPT][N];
+    if constexpr (kEarlyAffine) {  // with the row's loads: one wait for memory, not two
+#pragma unroll
+      for (int k = 0; k < VPT; ++k)
+        if (tid + k * THREADS < nb) load_affine<T, N>(weight, bias, c0 + k * THREADS * N, vec, w[k], b[k]);
+    }
     float mean, rstd;
-    row_stats(method, v, nk, has_edge, edge, static_cast<float>(cols), inv_cols, eps, red, mean, rstd);
+    row_stats(method, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, red, mean, rstd);
 
     T* yr = y + row * cols;
     P* yv = reinterpret_cast<P*>(yr + s.head) + tid;
-    const int64_t c0 = s.head + static_cast<int64_t>(tid) * N;  // first element of slot 0
-    const bool vec = !PEEL || (wb_vec && s.head == 0);
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
       if (tid + k * THREADS < nb) {
-        float w[N], b[N];
-        load_affine<T, N>(weight, bias, c0 + k * THREADS * N, vec, w, b);
-        store_vec(yv + k * THREADS, normalize_pack(v[k], mean, rstd, w, b));
+        if constexpr (!kEarlyAffine) load_affine<T, N>(weight, bias, c0 + k * THREADS * N, vec, w[k], b[k]);
+        store_vec(yv + k * THREADS, normalize_pack(v[k], shift, mean, rstd, w[k], b[k]));
       }
     }
     if constexpr (PEEL) {
-      if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, mean, rstd);
+      if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, shift, mean, rstd);
     }
   }
 }
@@ -685,11 +707,12 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
       }
     };
 
+    const float shift = method == 0 ? to_float(xr[0]) : 0.0f;  // "Shift" above
     float mean, var;
     if (method == 0) {
       Stats st{0.0f, 0.0f, 0.0f};
-      sweep([&](const P(&v)[kUnroll], int nk, int64_t) { st = chan_merge(st, thread_welford(v, nk)); });
-      if (has_edge) st = welford_push(st, edge);
+      sweep([&](const P(&v)[kUnroll], int nk, int64_t) { st = chan_merge(st, thread_welford(v, nk, shift)); });
+      if (has_edge) st = welford_push(st, edge - shift);
       st = red.merge(st);
       mean = st.mean;
       var = st.m2 * inv_cols;
@@ -722,12 +745,12 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
           const int64_t i = i0 + u * kStride;
           float w[N], b[N];
           load_affine<T, N>(weight, bias, s.head + i * N, vec, w, b);
-          store_vec(yv + i, normalize_pack(v[u], mean, rstd, w, b));
+          store_vec(yv + i, normalize_pack(v[u], shift, mean, rstd, w, b));
         }
       }
     });
     if constexpr (PEEL) {
-      if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, mean, rstd);
+      if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, shift, mean, rstd);
     }
   }
 }
@@ -784,6 +807,9 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     per thread halve the threads that merge (measured on an H200, bf16 at
 //     4,096-16,384 columns: 93-88% of a copy with 4, 98-93% with 8). With few
 //     rows, latency counts: spreading a row over more threads finishes it sooner.
+//     So with <= 256 rows (one wave) and aligned vectors, a row of up to 1,024
+//     vectors takes 256 or 512 threads of one or two vectors, and weight and
+//     bias are loaded together with x, before the reduction.
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   longer: streaming. 512 x 16 vectors fit in registers (128 a thread), but
 //     one such block per SM left the memory idle while it reduced and stored:
@@ -798,6 +824,13 @@ cudaError_t launch_rows(const Launch<T>& l) {
   }
   if (nvec <= 16 * V) return launch_warp<T, N, PEEL, 16>(l);
   if (nvec <= 32 * V) return launch_warp<T, N, PEEL, 32>(l);
+  if constexpr (!PEEL && N > 1) {  // few rows of 16-byte vectors: latency
+    if (l.rows <= kFewRows) {
+      if (nvec <= 256) return launch_block<T, N, PEEL, 256, 1>(l);
+      if (nvec <= 512) return launch_block<T, N, PEEL, 512, 1>(l);
+      if (nvec <= 1024) return launch_block<T, N, PEEL, 512, 2>(l);
+    }
+  }
   if (nvec <= 64 * 4) return launch_block<T, N, PEEL, 64, 4>(l);
   if constexpr (N == 8) {  // fp16, bf16
     if (l.rows >= kManyRows) {

@@ -64,8 +64,9 @@ class Op:
         raise NotImplementedError
 
     def rows_for_bytes(self, nbytes: int, cols: int, dtype) -> int:
-        """Rows of length `cols` for a case that moves about `nbytes`."""
-        return max(1, round(nbytes / (2 * cols * element_size(dtype))))
+        """Rows of length `cols` for a case that moves at least `nbytes` (rounded up, so
+        that a case meant to be large is timed as one: see bench.mode_for)."""
+        return max(1, math.ceil(nbytes / (2 * cols * element_size(dtype))))
 
     def check(self, out, ref, dtype, what="output") -> check.CheckResult:
         return check.assert_close(out, ref, dtype, what, check.tolerance(dtype))
