@@ -207,7 +207,7 @@ template <> __device__ __forceinline__ __nv_bfloat162 from_float2<__nv_bfloat162
 template <typename T, int APPROX>
 struct Fp32Math {
   using Pair = typename PairOf<T>::type;
-  static constexpr int kMinBlocksPerSm = 2048 / kThreads;  // <= 32 registers: full occupancy
+  static constexpr int kMinThreadsPerSm = 2048;  // <= 32 registers: full occupancy
   static constexpr bool kHalfOut = sizeof(T) == 2;
   static __device__ __forceinline__ T scalar(T v) { return from_float<T>(gelu<APPROX, kHalfOut>(to_float(v))); }
   static __device__ __forceinline__ Pair pair(Pair v) {
@@ -220,7 +220,7 @@ struct Fp32Math {
 // purpose; see the top comment. 0.5 x (1 + (e - 1)/(e + 1)), e = exp(2u).
 struct HalfMathTanh {
   using Pair = __half2;
-  static constexpr int kMinBlocksPerSm = 0;  // no occupancy demand: __h2div wants ~40 registers
+  static constexpr int kMinThreadsPerSm = 0;  // no occupancy demand: __h2div wants ~40 registers
   static __device__ __forceinline__ __half scalar(__half x) {
     const __half one = __float2half_rn(1.0f);
     const __half x3 = __hmul(__hmul(x, x), x);
@@ -280,8 +280,8 @@ gelu_scalar_kernel(const T* x, T* y, int64_t n) {
 // y + head: same misalignment) to a BYTES boundary; then nvec whole vectors; then
 // a scalar tail of fewer than one vector. Head and tail go to the first threads of
 // block 0, which also take their share of the body.
-template <typename Op, typename T, int BYTES, int IN_FLIGHT>
-__global__ void __launch_bounds__(kThreads, Op::kMinBlocksPerSm)
+template <typename Op, typename T, int BYTES, int IN_FLIGHT, int THREADS>
+__global__ void __launch_bounds__(THREADS, Op::kMinThreadsPerSm / THREADS)
 gelu_vector_kernel(const T* x, T* y, int64_t n, int64_t head) {
   using V = typename Raw<BYTES>::type;
   constexpr int kPerVec = BYTES / static_cast<int>(sizeof(T));
@@ -289,8 +289,8 @@ gelu_vector_kernel(const T* x, T* y, int64_t n, int64_t head) {
   const V* xv = reinterpret_cast<const V*>(x + head);
   V* yv = reinterpret_cast<V*>(y + head);
 
-  const int64_t tid = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * THREADS + threadIdx.x;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * THREADS;
   int64_t i = tid;
   // IN_FLIGHT vectors per step, each a coalesced warp-wide access: all loads are
   // issued before the first store, so their latencies overlap.
@@ -316,8 +316,8 @@ gelu_vector_kernel(const T* x, T* y, int64_t n, int64_t head) {
 // that the grid-stride loops take several steps. On an H100 a grid of a few waves
 // per SM with longer loops measured 70-94% of a copy (worst at 1.33 waves), this
 // form 98%.
-unsigned grid_for(int64_t items, int per_thread) {
-  const int64_t per_block = static_cast<int64_t>(kThreads) * per_thread;
+unsigned grid_for(int64_t items, int per_thread, int threads = kThreads) {
+  const int64_t per_block = static_cast<int64_t>(threads) * per_thread;
   const int64_t want = (items + per_block - 1) / per_block;
   return static_cast<unsigned>(want < 1 ? 1 : (want < kMaxBlocks ? want : kMaxBlocks));
 }
@@ -328,6 +328,14 @@ cudaError_t launch_scalar(const T* x, T* y, int64_t n, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+// A small input (fewer than kSmallVectors vectors) is latency, not bandwidth: with
+// 256 threads and two packs each, 32 x 4,096 halves would be 32 blocks on a
+// 132-SM GPU, each thread computing 16 values in a row (2.7 us on an H200, where
+// one element per thread took 2.0). There it takes one vector a thread and
+// blocks of 64, so every SM gets work.
+constexpr int64_t kSmallVectors = 1 << 17;
+constexpr int kSmallThreads = 64;
+
 template <typename Op, typename T, int BYTES, int IN_FLIGHT>
 cudaError_t launch_vector(const T* x, T* y, int64_t n, cudaStream_t stream) {
   const std::uintptr_t mx = reinterpret_cast<std::uintptr_t>(x) % BYTES;
@@ -336,7 +344,13 @@ cudaError_t launch_vector(const T* x, T* y, int64_t n, cudaStream_t stream) {
   int64_t head = mx == 0 ? 0 : static_cast<int64_t>((BYTES - mx) / sizeof(T));
   if (head > n) head = n;
   const int64_t nvec = (n - head) / (BYTES / static_cast<int64_t>(sizeof(T)));
-  gelu_vector_kernel<Op, T, BYTES, IN_FLIGHT><<<grid_for(nvec, IN_FLIGHT), kThreads, 0, stream>>>(x, y, n, head);
+  if (IN_FLIGHT > 1 && nvec < kSmallVectors) {
+    gelu_vector_kernel<Op, T, BYTES, 1, kSmallThreads>
+        <<<grid_for(nvec, 1, kSmallThreads), kSmallThreads, 0, stream>>>(x, y, n, head);
+  } else {
+    gelu_vector_kernel<Op, T, BYTES, IN_FLIGHT, kThreads>
+        <<<grid_for(nvec, IN_FLIGHT), kThreads, 0, stream>>>(x, y, n, head);
+  }
   return cudaGetLastError();
 }
 
