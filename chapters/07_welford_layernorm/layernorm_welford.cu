@@ -16,18 +16,17 @@
 //     n += 1;  d = v - mean;  mean += d / n;  M2 += d * (v - mean)
 // and Chan's formula merges two partial results (na, ma, Ma) and (nb, mb, Mb):
 //     n = na + nb;  d = mb - ma;  mean = ma + d * nb / n;  M2 = Ma + Mb + d^2 * na * nb / n
-// so the statistics of a row still come out of one read and one reduction:
-// Welford inside each 16-byte vector, Chan across a thread's vectors, across the
-// lanes of a warp (shuffles) and across the warps of a block (shared memory, one
-// barrier). A constant row gives var = 0 exactly: the first update sets the mean
-// to the value itself, every later d is 0, and every merge sees d = 0.
-// Shift: Welford's running mean is rounded at the scale of the row's offset at
-// every update (a row near 1,000 loses half of ulp(1000) = 6e-5 each time), and
-// every x - mean inherits that. So each row is shifted by its first element: the
+// (Welford's update is Chan's merge with nb = 1.) So the statistics of a row come
+// out of one read and one reduction: each 16-byte vector's (n, mean, M2) straight
+// from its registers, then Chan across a thread's vectors, across the lanes of a
+// warp (shuffles) and across the warps of a block (shared memory, one barrier).
+// A constant row gives var = 0 exactly: every deviation and every merge's d is 0.
+// Shift: a running mean is rounded at the scale of the row's offset at every
+// update and merge (a row near 1,000 loses up to half of ulp(1000) = 6e-5 each
+// time), and every x - mean inherits the sum of those roundings. So each row's
 // statistics are of x - x[0] (exact in fp32 while x and x[0] are within a factor
-// of two), the mean is kept relative to x[0], and y uses (x - x[0]) - mean. The
-// rounding then scales with the row's spread, not its offset. A first element far
-// from the rest costs at most about sqrt(cols) * 2^-24 in y.
+// of two): their rounding scales with the row's spread, and the mean is rounded
+// at the offset's scale once, when x[0] is added back.
 //
 // method (the launcher's argument; the notebook compares them):
 //   0  Welford + Chan as above (the stage).
@@ -199,19 +198,23 @@ __device__ __forceinline__ Stats chan_merge(Stats a, Stats b) {
   return {n, a.mean + d * f, a.m2 + b.m2 + d * (d * (a.n * f))};
 }
 
-// Welford over the N elements of one vector. The count is a compile-time constant,
-// so 1/(e+1) is folded into a multiply: no division. The first step sets the mean
-// to the first value exactly.
+// Statistics of the N elements of one vector, as values relative to `shift`: the
+// vector's own two-pass (sum, mean with the compile-time 1/N, then the squared
+// deviations from it) -- exact leaf statistics for Chan's merge, and one
+// instruction an element cheaper than N Welford updates (n += 1; d = v - mean;
+// mean += d / n; M2 += d (v - mean)), which give the same numbers up to rounding.
 template <typename T, int N>
 __device__ __forceinline__ Stats pack_welford(const Pack<T, N>& p, float shift) {
-  float mean = 0.0f, m2 = 0.0f;
+  float d[N], sum = 0.0f;
 #pragma unroll
   for (int e = 0; e < N; ++e) {
-    const float v = p.get(e) - shift;
-    const float d = v - mean;
-    mean += d * (1.0f / static_cast<float>(e + 1));
-    m2 += d * (v - mean);
+    d[e] = p.get(e) - shift;
+    sum += d[e];
   }
+  const float mean = sum * (1.0f / static_cast<float>(N));
+  float m2 = 0.0f;
+#pragma unroll
+  for (int e = 0; e < N; ++e) m2 = fmaf(d[e] - mean, d[e] - mean, m2);
   return {static_cast<float>(N), mean, m2};
 }
 
@@ -410,7 +413,7 @@ __device__ __forceinline__ void corrected_two_pass(float mean0, float sum_d, flo
 
 // mean and rstd of a row whose elements are held by the threads of `red`: each
 // thread has nk valid vectors in v and, on the peeled path, maybe one extra element.
-// mean is relative to `shift` (the row's first element for method 0, else 0).
+// Method 0 works on x - shift (the row's first element) and adds it back to the mean.
 template <class Reduce, typename T, int N, int VPT>
 __device__ __forceinline__ void row_stats(int method, const Pack<T, N> (&v)[VPT], int nk, bool has_edge,
                                           float edge, float shift, float cols, float inv_cols, float eps, Reduce& red,
@@ -420,7 +423,7 @@ __device__ __forceinline__ void row_stats(int method, const Pack<T, N> (&v)[VPT]
     Stats s = thread_welford(v, nk, shift);
     if (has_edge) s = welford_push(s, edge - shift);
     s = red.merge(s);
-    mean = s.mean;
+    mean = shift + s.mean;
     var = s.m2 * inv_cols;
   } else if (method == 1) {
     float a = thread_sum(v, nk);
@@ -449,10 +452,8 @@ __device__ __forceinline__ void row_stats(int method, const Pack<T, N> (&v)[VPT]
 
 // ---- normalize ----------------------------------------------------------------
 
-// (v - shift) is exact for the values of a row with a large offset (Sterbenz:
-// v and shift within a factor of two), so only the small mean carries rounding.
-__device__ __forceinline__ float affine(float v, float shift, float mean, float rstd, float w, float b) {
-  return fmaf(((v - shift) - mean) * rstd, w, b);
+__device__ __forceinline__ float affine(float v, float mean, float rstd, float w, float b) {
+  return fmaf((v - mean) * rstd, w, b);
 }
 
 // Reads N weights and biases starting at element c (1 and 0 where absent): one
@@ -487,11 +488,11 @@ __device__ __forceinline__ void load_affine(const T* __restrict__ weight, const 
 }
 
 template <typename T, int N>
-__device__ __forceinline__ Pack<T, N> normalize_pack(const Pack<T, N>& v, float shift, float mean, float rstd,
+__device__ __forceinline__ Pack<T, N> normalize_pack(const Pack<T, N>& v, float mean, float rstd,
                                                      const float (&w)[N], const float (&b)[N]) {
   float f[N];
 #pragma unroll
-  for (int e = 0; e < N; ++e) f[e] = affine(v.get(e), shift, mean, rstd, w[e], b[e]);
+  for (int e = 0; e < N; ++e) f[e] = affine(v.get(e), mean, rstd, w[e], b[e]);
   Pack<T, N> out;
   out.set(f);
   return out;
@@ -524,8 +525,8 @@ __device__ __forceinline__ RowSplit split_row(const T* xr, int64_t cols) {
 // Writes the peeled path's edge element c of the row (one per owning thread).
 template <typename T>
 __device__ __forceinline__ void store_edge(T* yr, const T* __restrict__ weight, const T* __restrict__ bias,
-                                           int64_t c, float v, float shift, float mean, float rstd) {
-  yr[c] = from_float<T>(affine(v, shift, mean, rstd, weight ? to_float(weight[c]) : 1.0f, bias ? to_float(bias[c]) : 0.0f));
+                                           int64_t c, float v, float mean, float rstd) {
+  yr[c] = from_float<T>(affine(v, mean, rstd, weight ? to_float(weight[c]) : 1.0f, bias ? to_float(bias[c]) : 0.0f));
 }
 
 // Short rows: G lanes per row, 32 / G rows per warp, kWarpPathThreads / G rows
@@ -582,11 +583,11 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
       if (i < nb) {
         float w[N], b[N];
         load_affine<T, N>(weight, bias, s.head + static_cast<int64_t>(i) * N, vec, w, b);
-        store_vec(yv + i, normalize_pack(v[k], shift, mean, rstd, w, b));
+        store_vec(yv + i, normalize_pack(v[k], mean, rstd, w, b));
       }
     }
     if constexpr (PEEL) {
-      if (has_edge) store_edge(yr, weight, bias, s.edge_index(t, N), edge, shift, mean, rstd);
+      if (has_edge) store_edge(yr, weight, bias, s.edge_index(t, N), edge, mean, rstd);
     }
   }
 }
@@ -653,11 +654,11 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
     for (int k = 0; k < VPT; ++k) {
       if (tid + k * THREADS < nb) {
         if constexpr (!kEarlyAffine) load_affine<T, N>(weight, bias, c0 + k * THREADS * N, vec, w[k], b[k]);
-        store_vec(yv + k * THREADS, normalize_pack(v[k], shift, mean, rstd, w[k], b[k]));
+        store_vec(yv + k * THREADS, normalize_pack(v[k], mean, rstd, w[k], b[k]));
       }
     }
     if constexpr (PEEL) {
-      if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, shift, mean, rstd);
+      if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, mean, rstd);
     }
   }
 }
@@ -714,7 +715,7 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
       sweep([&](const P(&v)[kUnroll], int nk, int64_t) { st = chan_merge(st, thread_welford(v, nk, shift)); });
       if (has_edge) st = welford_push(st, edge - shift);
       st = red.merge(st);
-      mean = st.mean;
+      mean = shift + st.mean;
       var = st.m2 * inv_cols;
     } else if (method == 1) {
       float a = has_edge ? edge : 0.0f;
@@ -745,12 +746,12 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
           const int64_t i = i0 + u * kStride;
           float w[N], b[N];
           load_affine<T, N>(weight, bias, s.head + i * N, vec, w, b);
-          store_vec(yv + i, normalize_pack(v[u], shift, mean, rstd, w, b));
+          store_vec(yv + i, normalize_pack(v[u], mean, rstd, w, b));
         }
       }
     });
     if constexpr (PEEL) {
-      if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, shift, mean, rstd);
+      if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, mean, rstd);
     }
   }
 }
