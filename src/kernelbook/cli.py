@@ -77,9 +77,10 @@ def ladders_to_run(args) -> list[tuple[str, str]]:
     return out
 
 
-# What `kernelbook run` measures when no --op/--dtype is given: the book's chapter
-# ladder, fp32 RMSNorm from chapter 02 on.
-DEFAULT_LADDERS = (("rmsnorm", "float32"),)
+# What `kernelbook run` measures when no --op/--dtype is given (and the README's
+# table): each norm and GELU in each dtype. The tanh form of GELU runs the same
+# kernels with other arithmetic; chapter 06 measures it.
+DEFAULT_LADDERS = tuple((op, d) for op in ("rmsnorm", "layernorm", "gelu") for d in ("float32", "float16", "bfloat16"))
 
 
 def run(args) -> int:

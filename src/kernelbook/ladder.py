@@ -140,7 +140,7 @@ def measure_ladder(op: Op | str = "rmsnorm", dtype="float32", upto: int | str | 
 def format_case(case: dict) -> str:
     """A plain-text ladder for one case: time, GB/s, % of speed of light, spread."""
     shape = "×".join(str(s) for s in case.get("shape", (case["rows"], case["cols"])))
-    lines = [f"{case.get('op', 'rmsnorm')} {case['dtype']} {shape}, {case['bytes'] / 2**20:.0f} MiB moved, "
+    lines = [f"{case.get('op', 'rmsnorm')} {case['dtype']} {shape}, {case['bytes'] / 2**20:.3g} MiB moved, "
              f"{case['mode']}; copy {case['copy']['gbps']:.0f} GB/s (spread {case['copy'].get('spread', 0):.2f}; "
              f"torch copy_ {case['torch_copy']['gbps']:.0f})",
              f"{'contender':<34} {'time':>10} {'GB/s':>7} {'% SOL':>6} {'spread':>7}"]

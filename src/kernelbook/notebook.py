@@ -66,7 +66,8 @@ def build(chapter):
     except BuildError as exc:
         print(exc)
         return None
-    print(f"{stage.folder}: built; ops {', '.join(n for n in ('rms_norm', 'rms_norm_out') if hasattr(ops, n))}")
+    names = [n for n in ("rms_norm", "rms_norm_out", "layer_norm", "layer_norm_out", "gelu", "gelu_out") if hasattr(ops, n)]
+    print(f"{stage.folder}: built; ops {', '.join(names)}")
     return ops
 
 
