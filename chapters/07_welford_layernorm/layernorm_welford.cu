@@ -25,8 +25,9 @@
 // update and merge (a row near 1,000 loses up to half of ulp(1000) = 6e-5 each
 // time), and every x - mean inherits the sum of those roundings. So each row's
 // statistics are of x - x[0] (exact in fp32 while x and x[0] are within a factor
-// of two): their rounding scales with the row's spread, and the mean is rounded
-// at the offset's scale once, when x[0] is added back.
+// of two): their rounding scales with the row's spread, and so does the output's,
+// which is computed as (x - x[0]) * rstd - m * rstd with m the mean of x - x[0]
+// (see Norm): the mean itself, rounded at the offset's scale, is never formed.
 //
 // method (the launcher's argument; the notebook compares them):
 //   0  Welford + Chan as above (the stage).
@@ -411,20 +412,33 @@ __device__ __forceinline__ void corrected_two_pass(float mean0, float sum_d, flo
   var = fmaxf(sum_d2 * inv_cols - c * c, 0.0f);
 }
 
-// mean and rstd of a row whose elements are held by the threads of `red`: each
+// How a row is normalized: (x - mean) * rstd = (x - center) * rstd + offset.
+// Method 0 keeps the mean relative to the shift (center = x[0], mean = x[0] + m):
+// x - x[0] is exact and offset = -m * rstd is small, so one fma does the rest and
+// nothing of the size of the row's offset is ever rounded. Methods 1 and 2 have
+// the mean itself: center = mean, offset = 0.
+struct Norm {
+  float center, rstd, offset;
+};
+
+__device__ __forceinline__ Norm shifted_norm(float shift, float m, float var, float eps) {
+  const float rstd = rsqrtf(var + eps);
+  return {shift, rstd, -m * rstd};
+}
+
+// How to normalize a row whose elements are held by the threads of `red`: each
 // thread has nk valid vectors in v and, on the peeled path, maybe one extra element.
-// Method 0 works on x - shift (the row's first element) and adds it back to the mean.
+// Method 0 works on x - shift (shift = the row's first element).
 template <class Reduce, typename T, int N, int VPT>
-__device__ __forceinline__ void row_stats(int method, const Pack<T, N> (&v)[VPT], int nk, bool has_edge,
-                                          float edge, float shift, float cols, float inv_cols, float eps, Reduce& red,
-                                          float& mean, float& rstd) {
-  float var;
+__device__ __forceinline__ Norm row_stats(int method, const Pack<T, N> (&v)[VPT], int nk, bool has_edge,
+                                          float edge, float shift, float cols, float inv_cols, float eps,
+                                          Reduce& red) {
+  float mean, var;
   if (method == 0) {
     Stats s = thread_welford(v, nk, shift);
     if (has_edge) s = welford_push(s, edge - shift);
     s = red.merge(s);
-    mean = shift + s.mean;
-    var = s.m2 * inv_cols;
+    return shifted_norm(shift, s.mean, s.m2 * inv_cols, eps);
   } else if (method == 1) {
     float a = thread_sum(v, nk);
     if (has_edge) a += edge;
@@ -447,13 +461,13 @@ __device__ __forceinline__ void row_stats(int method, const Pack<T, N> (&v)[VPT]
     mean = a * inv_cols;
     var = q * inv_cols - mean * mean;  // the unstable shortcut: may be negative
   }
-  rstd = rsqrtf(var + eps);
+  return shifted_norm(mean, 0.0f, var, eps);
 }
 
 // ---- normalize ----------------------------------------------------------------
 
-__device__ __forceinline__ float affine(float v, float mean, float rstd, float w, float b) {
-  return fmaf((v - mean) * rstd, w, b);
+__device__ __forceinline__ float affine(float v, const Norm& n, float w, float b) {
+  return fmaf(fmaf(v - n.center, n.rstd, n.offset), w, b);
 }
 
 // Reads N weights and biases starting at element c (1 and 0 where absent): one
@@ -488,11 +502,11 @@ __device__ __forceinline__ void load_affine(const T* __restrict__ weight, const 
 }
 
 template <typename T, int N>
-__device__ __forceinline__ Pack<T, N> normalize_pack(const Pack<T, N>& v, float mean, float rstd,
+__device__ __forceinline__ Pack<T, N> normalize_pack(const Pack<T, N>& v, const Norm& n,
                                                      const float (&w)[N], const float (&b)[N]) {
   float f[N];
 #pragma unroll
-  for (int e = 0; e < N; ++e) f[e] = affine(v.get(e), mean, rstd, w[e], b[e]);
+  for (int e = 0; e < N; ++e) f[e] = affine(v.get(e), n, w[e], b[e]);
   Pack<T, N> out;
   out.set(f);
   return out;
@@ -525,8 +539,8 @@ __device__ __forceinline__ RowSplit split_row(const T* xr, int64_t cols) {
 // Writes the peeled path's edge element c of the row (one per owning thread).
 template <typename T>
 __device__ __forceinline__ void store_edge(T* yr, const T* __restrict__ weight, const T* __restrict__ bias,
-                                           int64_t c, float v, float mean, float rstd) {
-  yr[c] = from_float<T>(affine(v, mean, rstd, weight ? to_float(weight[c]) : 1.0f, bias ? to_float(bias[c]) : 0.0f));
+                                           int64_t c, float v, const Norm& n) {
+  yr[c] = from_float<T>(affine(v, n, weight ? to_float(weight[c]) : 1.0f, bias ? to_float(bias[c]) : 0.0f));
 }
 
 // Short rows: G lanes per row, 32 / G rows per warp, kWarpPathThreads / G rows
@@ -571,8 +585,7 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
     const int nk = t < nb ? min(VPT, (nb - t + G - 1) / G) : 0;
 
     const float shift = method == 0 ? to_float(xr[0]) : 0.0f;  // "Shift" above
-    float mean, rstd;
-    row_stats(method, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, red, mean, rstd);
+    const Norm n = row_stats(method, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, red);
 
     T* yr = y + (live ? row : 0) * cols;
     P* yv = reinterpret_cast<P*>(yr + s.head);
@@ -583,11 +596,11 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
       if (i < nb) {
         float w[N], b[N];
         load_affine<T, N>(weight, bias, s.head + static_cast<int64_t>(i) * N, vec, w, b);
-        store_vec(yv + i, normalize_pack(v[k], mean, rstd, w, b));
+        store_vec(yv + i, normalize_pack(v[k], n, w, b));
       }
     }
     if constexpr (PEEL) {
-      if (has_edge) store_edge(yr, weight, bias, s.edge_index(t, N), edge, mean, rstd);
+      if (has_edge) store_edge(yr, weight, bias, s.edge_index(t, N), edge, n);
     }
   }
 }
@@ -645,8 +658,7 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
       for (int k = 0; k < VPT; ++k)
         if (tid + k * THREADS < nb) load_affine<T, N>(weight, bias, c0 + k * THREADS * N, vec, w[k], b[k]);
     }
-    float mean, rstd;
-    row_stats(method, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, red, mean, rstd);
+    const Norm n = row_stats(method, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, red);
 
     T* yr = y + row * cols;
     P* yv = reinterpret_cast<P*>(yr + s.head) + tid;
@@ -654,11 +666,11 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
     for (int k = 0; k < VPT; ++k) {
       if (tid + k * THREADS < nb) {
         if constexpr (!kEarlyAffine) load_affine<T, N>(weight, bias, c0 + k * THREADS * N, vec, w[k], b[k]);
-        store_vec(yv + k * THREADS, normalize_pack(v[k], mean, rstd, w[k], b[k]));
+        store_vec(yv + k * THREADS, normalize_pack(v[k], n, w[k], b[k]));
       }
     }
     if constexpr (PEEL) {
-      if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, mean, rstd);
+      if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, n);
     }
   }
 }
@@ -715,7 +727,7 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
       sweep([&](const P(&v)[kUnroll], int nk, int64_t) { st = chan_merge(st, thread_welford(v, nk, shift)); });
       if (has_edge) st = welford_push(st, edge - shift);
       st = red.merge(st);
-      mean = shift + st.mean;
+      mean = st.mean;  // relative to shift
       var = st.m2 * inv_cols;
     } else if (method == 1) {
       float a = has_edge ? edge : 0.0f;
@@ -735,7 +747,7 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
       mean = a * inv_cols;
       var = q * inv_cols - mean * mean;
     }
-    const float rstd = rsqrtf(var + eps);
+    const Norm n = method == 0 ? shifted_norm(shift, mean, var, eps) : shifted_norm(mean, 0.0f, var, eps);
 
     P* yv = reinterpret_cast<P*>(yr + s.head);
     const bool vec = !PEEL || (wb_vec && s.head == 0);
@@ -746,12 +758,12 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
           const int64_t i = i0 + u * kStride;
           float w[N], b[N];
           load_affine<T, N>(weight, bias, s.head + i * N, vec, w, b);
-          store_vec(yv + i, normalize_pack(v[u], mean, rstd, w, b));
+          store_vec(yv + i, normalize_pack(v[u], n, w, b));
         }
       }
     });
     if constexpr (PEEL) {
-      if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, mean, rstd);
+      if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, n);
     }
   }
 }
