@@ -87,3 +87,14 @@ def test_weight_and_bias_optional(ops, dtype):
                  f"weight {wt is not None}, bias {bt is not None}")
     one = torch.randn(9, 1, device="cuda").to(dtype)
     assert torch.equal(ops.layer_norm(one, None, b[:1], OP.eps, 0), b[:1].expand(9, 1))  # a row of one: the bias
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("cols", [1000, 4096, 4099])
+def test_one_pass_is_right_where_nothing_cancels(ops, dtype, cols):
+    # The shortcut is a real kernel, wrong only where the chapter says: on rows whose
+    # mean is small against their spread it meets the op's tolerance like the others.
+    x = torch.randn(64, cols, device="cuda").to(dtype)
+    w, b = (torch.rand(cols, device="cuda") + 0.5).to(dtype), torch.randn(cols, device="cuda").to(dtype)
+    out = run(ops, x, w, b, STAGE.variant("one-pass"))
+    OP.check(out, reference.layer_norm(x, w, b, OP.eps), dtype, "one-pass, zero-mean rows")

@@ -69,7 +69,7 @@ def ladders_to_run(args) -> list[tuple[str, str]]:
 
     if not args.op and not args.dtype:
         return list(DEFAULT_LADDERS)
-    ops_ = args.op or sorted({s.op for s in stages.cuda_stages(args.chapter)})
+    ops_ = args.op or sorted({o for s in stages.cuda_stages(args.chapter) for o in s.ops})
     out = []
     for op in ops_:
         dtypes = args.dtype or sorted({d for s in stages.cuda_stages(args.chapter, op) for d in s.dtypes})

@@ -28,9 +28,11 @@ class Stage:
     binding: str        # file in kernelbook/csrc compiled beside the source
     launcher: str = ""  # the launcher the binding calls (CUDA stages), one overload per dtype
     op: str = "rmsnorm"                       # a key of kernelbook.ops.OPS
+    more_ops: tuple[str, ...] = ()            # other keys the same kernels compute (GELU's tanh form)
     dtypes: tuple[str, ...] = ("float32",)    # element types the launcher takes
     variants: tuple[tuple[str, int], ...] = ()  # (name, number the op takes) for files with several kernels
     ladder_variants: tuple[str, ...] = ()     # which of them the benchmark ladder times
+    unchecked_variants: tuple[str, ...] = ()  # timed, but kept to show a failure: not held to the op's tolerance
 
     @property
     def path(self) -> Path:
@@ -44,11 +46,19 @@ class Stage:
     def label(self) -> str:
         return f"{self.chapter} {self.title}"
 
+    @property
+    def ops(self) -> tuple[str, ...]:
+        return (self.op, *self.more_ops)
+
     def supports(self, op: str, dtype: str) -> bool:
-        return self.op == op and dtype in self.dtypes
+        return op in self.ops and dtype in self.dtypes
 
     def variant(self, name: str) -> int:
         return dict(self.variants)[name]
+
+    def checked(self, variant: int | None) -> bool:
+        """Whether this kernel must meet the op's tolerance (see unchecked_variants)."""
+        return variant not in {self.variant(v) for v in self.unchecked_variants}
 
     def contenders(self) -> list[tuple[str, int | None]]:
         """(label, variant) for each kernel of this stage that the ladder times."""
@@ -70,13 +80,13 @@ STAGES = [
     Stage("05", "05_float4_vectorization", "rmsnorm_float4.cu", "float4 vectorization",
           "rmsnorm_binding.cpp", "rmsnorm_float4_forward"),
     Stage("06", "06_half2_gelu", "gelu_half2.cu", "half2 GELU", "gelu_binding.cpp", "gelu_forward",
-          op="gelu", dtypes=FLOAT_DTYPES,
+          op="gelu", more_ops=("gelu_tanh",), dtypes=FLOAT_DTYPES,
           variants=(("scalar", 0), ("half2", 1), ("pack", 2), ("half math", 3)),
           ladder_variants=("scalar", "half2", "pack")),
     Stage("07", "07_welford_layernorm", "layernorm_welford.cu", "Welford LayerNorm", "layernorm_binding.cpp",
           "layernorm_forward", op="layernorm", dtypes=FLOAT_DTYPES,
           variants=(("welford", 0), ("two-pass", 1), ("one-pass", 2)),
-          ladder_variants=("welford", "two-pass", "one-pass")),
+          ladder_variants=("welford", "two-pass", "one-pass"), unchecked_variants=("one-pass",)),
     Stage("08", "08_half_precision_rmsnorm", "rmsnorm_half.cu", "half-precision RMSNorm", "rmsnorm_binding.cpp",
           "rmsnorm_half_forward", dtypes=FLOAT_DTYPES),
 ]
@@ -95,7 +105,7 @@ def cuda_stages(upto: str | int | None = None, op: str | None = None, dtype: str
     (and `dtype`), only those that compute that op (in that dtype)."""
     last = int(upto) if upto is not None else 99
     return [s for s in STAGES if s.is_cuda and int(s.chapter) <= last
-            and (op is None or s.op == op) and (dtype is None or dtype in s.dtypes)]
+            and (op is None or op in s.ops) and (dtype is None or dtype in s.dtypes)]
 
 
 def source_diff(old: str | int, new: str | int) -> str:
