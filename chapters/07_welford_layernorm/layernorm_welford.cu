@@ -251,26 +251,27 @@ __device__ __forceinline__ Stats thread_welford(const Pack<T, N> (&v)[VPT], int 
 }
 
 template <typename T, int N, int VPT>
-__device__ __forceinline__ float thread_sum(const Pack<T, N> (&v)[VPT], int nk) {
+__device__ __forceinline__ float thread_sum(const Pack<T, N> (&v)[VPT], int nk, float shift) {
   float s = 0.0f;
 #pragma unroll
   for (int k = 0; k < VPT; ++k)
     if (k < nk) {
 #pragma unroll
-      for (int e = 0; e < N; ++e) s += v[k].get(e);
+      for (int e = 0; e < N; ++e) s += v[k].get(e) - shift;
     }
   return s;
 }
 
-// Sums of d = x - mean and of d^2 over a thread's valid vectors (method 1).
+// Sums of d = (x - shift) - mean and of d^2 over a thread's valid vectors (method 1).
 template <typename T, int N, int VPT>
-__device__ __forceinline__ void thread_dev_sums(const Pack<T, N> (&v)[VPT], int nk, float mean, float& s, float& q) {
+__device__ __forceinline__ void thread_dev_sums(const Pack<T, N> (&v)[VPT], int nk, float shift, float mean,
+                                                float& s, float& q) {
 #pragma unroll
   for (int k = 0; k < VPT; ++k)
     if (k < nk) {
 #pragma unroll
       for (int e = 0; e < N; ++e) {
-        const float d = v[k].get(e) - mean;
+        const float d = (v[k].get(e) - shift) - mean;
         s += d;
         q += d * d;
       }
@@ -418,11 +419,10 @@ __device__ __forceinline__ void corrected_two_pass(float mean0, float sum_d, flo
   var = fmaxf(sum_d2 * inv_cols - c * c, 0.0f);
 }
 
-// How a row is normalized: (x - mean) * rstd = (x - center) * rstd + offset.
-// Method 0 keeps the mean relative to the shift (center = x[0], mean = x[0] + m):
-// x - x[0] is exact and offset = -m * rstd is small, so one fma does the rest and
-// nothing of the size of the row's offset is ever rounded. Methods 1 and 2 have
-// the mean itself: center = mean, offset = 0.
+// How a row is normalized: (x - mean) * rstd = (x - center) * rstd + offset, with
+// center = the shift (x[0]) and offset = -m * rstd, m = mean - x[0] computed from
+// the shifted values: x - x[0] is exact and m is small, so one fma does the rest
+// and nothing of the size of the row's offset is ever rounded.
 struct Norm {
   float center, rstd, offset;
 };
@@ -434,7 +434,8 @@ __device__ __forceinline__ Norm shifted_norm(float shift, float m, float var, fl
 
 // How to normalize a row whose elements are held by the threads of `red`: each
 // thread has nk valid vectors in v and, on the peeled path, maybe one extra element.
-// Method 0 works on x - shift (shift = the row's first element).
+// Every method works on x - shift (the row's first element for the stable methods
+// 0 and 1, 0 for the shortcut), and the Norm it returns is relative to the shift.
 template <class Reduce, typename T, int N, int VPT>
 __device__ __forceinline__ Norm row_stats(int method, const Pack<T, N> (&v)[VPT], int nk, bool has_edge,
                                           float edge, float shift, float cols, float inv_cols, float eps,
@@ -446,19 +447,20 @@ __device__ __forceinline__ Norm row_stats(int method, const Pack<T, N> (&v)[VPT]
     s = red.merge(s);
     return shifted_norm(shift, s.mean, s.m2 * inv_cols, eps);
   } else if (method == 1) {
-    float a = thread_sum(v, nk);
-    if (has_edge) a += edge;
+    float a = thread_sum(v, nk, shift);
+    if (has_edge) a += edge - shift;
     const float mean0 = divide_by_cols(red.sum(a), cols, inv_cols);
     float e = 0.0f, q = 0.0f;
-    thread_dev_sums(v, nk, mean0, e, q);
+    thread_dev_sums(v, nk, shift, mean0, e, q);
     if (has_edge) {
-      e += edge - mean0;
-      q += (edge - mean0) * (edge - mean0);
+      const float d = (edge - shift) - mean0;
+      e += d;
+      q += d * d;
     }
     red.sum2(e, q);
     corrected_two_pass(mean0, e, q, inv_cols, mean, var);
-  } else {
-    float a = thread_sum(v, nk), q = thread_sum_sq(v, nk);
+  } else {  // shift is 0 here: the shortcut as it is usually written
+    float a = thread_sum(v, nk, shift), q = thread_sum_sq(v, nk);
     if (has_edge) {
       a += edge;
       q += edge * edge;
@@ -467,7 +469,7 @@ __device__ __forceinline__ Norm row_stats(int method, const Pack<T, N> (&v)[VPT]
     mean = a * inv_cols;
     var = q * inv_cols - mean * mean;  // the unstable shortcut: may be negative
   }
-  return shifted_norm(mean, 0.0f, var, eps);
+  return shifted_norm(shift, mean, var, eps);
 }
 
 // ---- normalize ----------------------------------------------------------------
@@ -507,8 +509,9 @@ __device__ __forceinline__ void load_affine(const T* __restrict__ weight, const 
   }
 }
 
-template <typename T, int N>
-__device__ __forceinline__ Pack<T, N> normalize_pack(const Pack<T, N>& v, const Norm& n,
+// y in T from the row's values held as T, or as floats (see kFloatRow).
+template <typename T, typename S, int N>
+__device__ __forceinline__ Pack<T, N> normalize_pack(const Pack<S, N>& v, const Norm& n,
                                                      const float (&w)[N], const float (&b)[N]) {
   float f[N];
 #pragma unroll
@@ -590,7 +593,7 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
     }
     const int nk = t < nb ? min(VPT, (nb - t + G - 1) / G) : 0;
 
-    const float shift = method == 0 ? to_float(xr[0]) : 0.0f;  // "Shift" above
+    const float shift = method == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
     const Norm n = row_stats(method, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, red);
 
     T* yr = y + (live ? row : 0) * cols;
@@ -602,7 +605,7 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
       if (i < nb) {
         float w[N], b[N];
         load_affine<T, N>(weight, bias, s.head + static_cast<int64_t>(i) * N, vec, w, b);
-        store_vec(yv + i, normalize_pack(v[k], n, w, b));
+        store_vec(yv + i, normalize_pack<T>(v[k], n, w, b));
       }
     }
     if constexpr (PEEL) {
@@ -633,6 +636,13 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
   // configurations (one or two vectors a thread): there a launch is one wave and
   // its time is latency; elsewhere they would hold registers across it.
   constexpr bool kEarlyAffine = VPT <= 2;
+  // A slice of 3 or 4 whole vectors (at most 32 elements) is converted to float
+  // once, already shifted, and kept that way for the statistics and the
+  // normalize: each element is then converted once, not twice, and its normalize
+  // is two fmas. Other slices stay as T and are converted when used: larger ones
+  // (16-bit elements: half the registers), and those that share the registers
+  // with early weights or peeled edges (ptxas spilled those).
+  constexpr bool kFloatRow = !PEEL && !kEarlyAffine && N > 1 && VPT <= 4 && VPT * N <= 32;
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
   const int tid = threadIdx.x;
@@ -655,7 +665,7 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
     }
     const int nk = tid < nb ? min(VPT, (nb - tid + THREADS - 1) / THREADS) : 0;
 
-    const float shift = method == 0 ? to_float(xr[0]) : 0.0f;  // "Shift" above
+    const float shift = method == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
     const int64_t c0 = s.head + static_cast<int64_t>(tid) * N;  // first element of slot 0
     const bool vec = !PEEL || (wb_vec && s.head == 0);
     float w[VPT][N], b[VPT][N];
@@ -664,16 +674,33 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
       for (int k = 0; k < VPT; ++k)
         if (tid + k * THREADS < nb) load_affine<T, N>(weight, bias, c0 + k * THREADS * N, vec, w[k], b[k]);
     }
-    const Norm n = row_stats(method, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, red);
-
     T* yr = y + row * cols;
     P* yv = reinterpret_cast<P*>(yr + s.head) + tid;
+    auto store_row = [&](const auto (&slice)[VPT], const Norm& n) {
 #pragma unroll
-    for (int k = 0; k < VPT; ++k) {
-      if (tid + k * THREADS < nb) {
-        if constexpr (!kEarlyAffine) load_affine<T, N>(weight, bias, c0 + k * THREADS * N, vec, w[k], b[k]);
-        store_vec(yv + k * THREADS, normalize_pack(v[k], n, w[k], b[k]));
+      for (int k = 0; k < VPT; ++k) {
+        if (tid + k * THREADS < nb) {
+          if constexpr (!kEarlyAffine) load_affine<T, N>(weight, bias, c0 + k * THREADS * N, vec, w[k], b[k]);
+          store_vec(yv + k * THREADS, normalize_pack<T>(slice[k], n, w[k], b[k]));
+        }
       }
+    };
+    const float cols_f = static_cast<float>(cols);
+    Norm n;
+    if constexpr (kFloatRow) {
+      Pack<float, N> f[VPT];
+#pragma unroll
+      for (int k = 0; k < VPT; ++k)
+#pragma unroll
+        for (int e = 0; e < N; ++e) f[k].w[e] = v[k].get(e) - shift;
+      // Statistics of the shifted floats with shift 0 (the compiler drops the
+      // subtractions), so the Norm's center is 0 too; the edge needs the real one.
+      const Norm nf = row_stats(method, f, nk, has_edge, edge - shift, 0.0f, cols_f, inv_cols, eps, red);
+      store_row(f, nf);
+      n = Norm{shift, nf.rstd, nf.offset};
+    } else {
+      n = row_stats(method, v, nk, has_edge, edge, shift, cols_f, inv_cols, eps, red);
+      store_row(v, n);
     }
     if constexpr (PEEL) {
       if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, n);
@@ -726,34 +753,34 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
       }
     };
 
-    const float shift = method == 0 ? to_float(xr[0]) : 0.0f;  // "Shift" above
+    const float shift = method == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
     float mean, var;
     if (method == 0) {
       Stats st{0.0f, 0.0f, 0.0f};
       sweep([&](const P(&v)[kUnroll], int nk, int64_t) { st = chan_merge(st, thread_welford(v, nk, shift)); });
       if (has_edge) st = welford_push(st, edge - shift);
       st = red.merge(st);
-      mean = st.mean;  // relative to shift
+      mean = st.mean;
       var = st.m2 * inv_cols;
     } else if (method == 1) {
-      float a = has_edge ? edge : 0.0f;
-      sweep([&](const P(&v)[kUnroll], int nk, int64_t) { a += thread_sum(v, nk); });
+      float a = has_edge ? edge - shift : 0.0f;
+      sweep([&](const P(&v)[kUnroll], int nk, int64_t) { a += thread_sum(v, nk, shift); });
       const float mean0 = divide_by_cols(red.sum(a), static_cast<float>(cols), inv_cols);
-      float e = has_edge ? edge - mean0 : 0.0f, q = e * e;
-      sweep([&](const P(&v)[kUnroll], int nk, int64_t) { thread_dev_sums(v, nk, mean0, e, q); });
+      float e = has_edge ? (edge - shift) - mean0 : 0.0f, q = e * e;
+      sweep([&](const P(&v)[kUnroll], int nk, int64_t) { thread_dev_sums(v, nk, shift, mean0, e, q); });
       red.sum2(e, q);
       corrected_two_pass(mean0, e, q, inv_cols, mean, var);
     } else {
       float a = has_edge ? edge : 0.0f, q = has_edge ? edge * edge : 0.0f;
       sweep([&](const P(&v)[kUnroll], int nk, int64_t) {
-        a += thread_sum(v, nk);
+        a += thread_sum(v, nk, shift);
         q += thread_sum_sq(v, nk);
       });
       red.sum2(a, q);
       mean = a * inv_cols;
       var = q * inv_cols - mean * mean;
     }
-    const Norm n = method == 0 ? shifted_norm(shift, mean, var, eps) : shifted_norm(mean, 0.0f, var, eps);
+    const Norm n = shifted_norm(shift, mean, var, eps);
 
     P* yv = reinterpret_cast<P*>(yr + s.head);
     const bool vec = !PEEL || (wb_vec && s.head == 0);
@@ -764,7 +791,7 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
           const int64_t i = i0 + u * kStride;
           float w[N], b[N];
           load_affine<T, N>(weight, bias, s.head + i * N, vec, w, b);
-          store_vec(yv + i, normalize_pack(v[u], n, w, b));
+          store_vec(yv + i, normalize_pack<T>(v[u], n, w, b));
         }
       }
     });
