@@ -615,10 +615,11 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 }
 
 // Register budget of the block path: 64 registers a thread (two 512-thread
-// blocks, or more smaller ones, per SM). Asking for this occupancy also keeps
-// ptxas from its own guess, which spilled a few bytes here and there.
-template <int THREADS>
-constexpr int kBlocksPerSm = 1024 / THREADS;
+// blocks, or more smaller ones, per SM); 128 for the scalar path's 32-element
+// slices, which would spill in 64. Asking for this occupancy also keeps ptxas
+// from its own guess, which spilled a few bytes here and there.
+template <int THREADS, int VPT>
+constexpr int kBlocksPerSm = (VPT >= 32 ? 512 : 1024) / THREADS;
 
 // One row per block of THREADS threads, VPT vectors per thread held in
 // registers. THREADS is a compile-time constant so that slot k's address is the
@@ -626,7 +627,7 @@ constexpr int kBlocksPerSm = 1024 / THREADS;
 // registers to keep alive across the reduction. Rows on this path have at most
 // 16,384 vectors, so in-row indices fit in 32 bits.
 template <typename T, int N, bool PEEL, int THREADS, int VPT>
-__global__ void __launch_bounds__(THREADS, kBlocksPerSm<THREADS>)
+__global__ void __launch_bounds__(THREADS, kBlocksPerSm<THREADS, VPT>)
 layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                        T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps,
                        int method, bool wb_vec) {
@@ -848,11 +849,14 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     rows per block; a 512-float or 1,024-half row: 32 lanes x 4.
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): one block per row, the row in
 //     registers. About 4 vectors per thread (64 to 512 threads), 8 at 512
-//     threads. With many rows of 16-bit elements the GPU is full anyway and the
-//     per-row merge (shuffles, one division per step) is what costs: 8 vectors
-//     per thread halve the threads that merge (measured on an H200, bf16 at
-//     4,096-16,384 columns: 93-88% of a copy with 4, 98-93% with 8). With few
-//     rows, latency counts: spreading a row over more threads finishes it sooner.
+//     threads. With many rows of 16-bit elements longer than 8,192 the GPU is
+//     full anyway and the per-row merge (shuffles, one division per step) is
+//     what costs: 8 vectors per thread halve the threads that merge (H200, bf16
+//     at 16,384 columns: 85% of a copy with 4, 88% with 8). Up to 8,192, 4
+//     vectors a thread keep the slice in float registers (kFloatRow), which
+//     wins (H200, 4,096 columns: fp16 97% against 92%, bf16 94% against 90%).
+//     With few rows, latency counts: spreading a row over more threads
+//     finishes it sooner.
 //     So with <= 256 rows (one wave) and aligned vectors, a row of up to 1,024
 //     vectors takes 256 or 512 threads of one or two vectors, and weight and
 //     bias are loaded together with x, before the reduction.
@@ -879,9 +883,7 @@ cudaError_t launch_rows(const Launch<T>& l) {
   }
   if (nvec <= 64 * 4) return launch_block<T, N, PEEL, 64, 4>(l);
   if constexpr (N == 8) {  // fp16, bf16
-    if (l.rows >= kManyRows) {
-      if (nvec <= 64 * 8) return launch_block<T, N, PEEL, 64, 8>(l);
-      if (nvec <= 128 * 8) return launch_block<T, N, PEEL, 128, 8>(l);
+    if (l.rows >= kManyRows && nvec > 256 * 4) {
       if (nvec <= 256 * 8) return launch_block<T, N, PEEL, 256, 8>(l);
       if (nvec <= 512 * 8) return launch_block<T, N, PEEL, 512, 8>(l);
       return launch_streaming<T, N, PEEL>(l);
