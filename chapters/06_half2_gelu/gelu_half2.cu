@@ -68,6 +68,7 @@
 #include <cuda_bf16.h>
 #include <cfloat>
 #include <cstdint>
+#include <cstring>
 
 namespace {
 
@@ -191,7 +192,13 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162f
 
 __device__ __forceinline__ float2 to_float2(float2 v) { return v; }
 __device__ __forceinline__ float2 to_float2(__half2 v) { return __half22float2(v); }
-__device__ __forceinline__ float2 to_float2(__nv_bfloat162 v) { return __bfloat1622float2(v); }
+// A bf16 is the top half of an fp32: one shift and one mask for the pair, where
+// the intrinsic extracts each half first.
+__device__ __forceinline__ float2 to_float2(__nv_bfloat162 v) {
+  unsigned u;
+  memcpy(&u, &v, sizeof(u));
+  return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
+}
 
 template <typename T> __device__ T from_float(float v);
 template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
