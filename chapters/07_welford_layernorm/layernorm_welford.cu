@@ -552,25 +552,13 @@ __device__ __forceinline__ void store_edge(T* yr, const T* __restrict__ weight, 
   yr[c] = from_float<T>(affine(v, n, weight ? to_float(weight[c]) : 1.0f, bias ? to_float(bias[c]) : 0.0f));
 }
 
-// A thread's slice as floats relative to the shift (kFloatRow in the kernels):
-// each element converted once, for the statistics and the normalize alike.
-template <typename T, int N, int VPT>
-__device__ __forceinline__ void shifted_floats(const Pack<T, N> (&v)[VPT], float shift, Pack<float, N> (&f)[VPT]) {
-#pragma unroll
-  for (int k = 0; k < VPT; ++k)
-#pragma unroll
-    for (int e = 0; e < N; ++e) f[k].w[e] = v[k].get(e) - shift;
-}
-
 // Short rows: G lanes per row, 32 / G rows per warp, kWarpPathThreads / G rows
 // per block, kWarpPathVpt vectors per lane. The loop bound is the same for the
 // whole warp (a group whose row is past the end just holds no data), so every
 // lane takes part in every shuffle. On the peeled path G >= 16: the head and
 // tail elements (at most 2 * (N - 1) = 14) each get a lane.
-// Six blocks per SM (85 registers) where the slice is held as 32 floats; eight
-// (64 registers) spilled there.
 template <typename T, int N, bool PEEL, int G>
-__global__ void __launch_bounds__(kWarpPathThreads, (!PEEL && N == 8) ? 6 : 8)
+__global__ void __launch_bounds__(kWarpPathThreads, 8)
 layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                       T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps,
                       int method, bool wb_vec) {
@@ -579,7 +567,6 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
   constexpr int kRowsPerBlock = kWarpPathThreads / G;
   static_assert(!PEEL || G >= 2 * (N - 1), "every head/tail element needs a lane");
   using P = Pack<T, N>;
-  constexpr bool kFloatRow = !PEEL && N > 1 && VPT * N <= 32;  // see the block kernel
   const int lane = threadIdx.x % 32, t = lane % G;
   GroupReduce<G> red;
 
@@ -607,31 +594,19 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
     const int nk = t < nb ? min(VPT, (nb - t + G - 1) / G) : 0;
 
     const float shift = method == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
+    const Norm n = row_stats(method, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, red);
+
     T* yr = y + (live ? row : 0) * cols;
     P* yv = reinterpret_cast<P*>(yr + s.head);
     const bool vec = !PEEL || (wb_vec && s.head == 0);  // weight + c is aligned only when c % N == 0
-    auto store_row = [&](const auto (&slice)[VPT], const Norm& nr) {
 #pragma unroll
-      for (int k = 0; k < VPT; ++k) {
-        const int i = t + k * G;
-        if (i < nb) {
-          float w[N], b[N];
-          load_affine<T, N>(weight, bias, s.head + static_cast<int64_t>(i) * N, vec, w, b);
-          store_vec(yv + i, normalize_pack<T>(slice[k], nr, w, b));
-        }
+    for (int k = 0; k < VPT; ++k) {
+      const int i = t + k * G;
+      if (i < nb) {
+        float w[N], b[N];
+        load_affine<T, N>(weight, bias, s.head + static_cast<int64_t>(i) * N, vec, w, b);
+        store_vec(yv + i, normalize_pack<T>(v[k], n, w, b));
       }
-    };
-    const float cols_f = static_cast<float>(cols);
-    Norm n;
-    if constexpr (kFloatRow) {  // as in the block kernel below
-      Pack<float, N> f[VPT];
-      shifted_floats(v, shift, f);
-      const Norm nf = row_stats(method, f, nk, has_edge, edge - shift, 0.0f, cols_f, inv_cols, eps, red);
-      store_row(f, nf);
-      n = Norm{shift, nf.rstd, nf.offset};
-    } else {
-      n = row_stats(method, v, nk, has_edge, edge, shift, cols_f, inv_cols, eps, red);
-      store_row(v, n);
     }
     if constexpr (PEEL) {
       if (has_edge) store_edge(yr, weight, bias, s.edge_index(t, N), edge, n);
@@ -715,7 +690,10 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
     Norm n;
     if constexpr (kFloatRow) {
       Pack<float, N> f[VPT];
-      shifted_floats(v, shift, f);
+#pragma unroll
+      for (int k = 0; k < VPT; ++k)
+#pragma unroll
+        for (int e = 0; e < N; ++e) f[k].w[e] = v[k].get(e) - shift;
       // Statistics of the shifted floats with shift 0 (the compiler drops the
       // subtractions), so the Norm's center is 0 too; the edge needs the real one.
       const Norm nf = row_stats(method, f, nk, has_edge, edge - shift, 0.0f, cols_f, inv_cols, eps, red);
