@@ -62,7 +62,7 @@ def _build(tag: str, sources: list[Path], launcher: str, cuda: bool, verbose: bo
     from torch.utils.cpp_extension import load
 
     arch = os.environ.get("TORCH_CUDA_ARCH_LIST", "")
-    inputs = [*sources, CSRC / "checks.h", CSRC / "stage_dtypes.h"]
+    inputs = [*sources, *sorted(CSRC.glob("*.h"))]  # every shared header a binding may include
     name = f"kb{tag}_{_digest(inputs, f'{torch.__version__}|{arch}|{launcher}|{dtypes}')}"
     if name in _loaded:
         return _loaded[name]

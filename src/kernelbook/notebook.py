@@ -66,7 +66,8 @@ def build(chapter):
     except BuildError as exc:
         print(exc)
         return None
-    names = [n for n in ("rms_norm", "rms_norm_out", "layer_norm", "layer_norm_out", "gelu", "gelu_out") if hasattr(ops, n)]
+    outs = dict.fromkeys(get_op(name).out_op for name in stage.ops)  # e.g. "rms_norm_out"
+    names = [n for out in outs for n in (out.removesuffix("_out"), out) if hasattr(ops, n)]
     print(f"{stage.folder}: built; ops {', '.join(names)}")
     return ops
 

@@ -50,9 +50,6 @@ class Stage:
     def ops(self) -> tuple[str, ...]:
         return (self.op, *self.more_ops)
 
-    def supports(self, op: str, dtype: str) -> bool:
-        return op in self.ops and dtype in self.dtypes
-
     def variant(self, name: str) -> int:
         return dict(self.variants)[name]
 

@@ -4,9 +4,9 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
-#include <torch/library.h>
 
 #include "checks.h"
+#include "library.h"
 
 cudaError_t copy_float4_forward(const float* src, float* dst, int64_t n, cudaStream_t stream);
 cudaError_t gate_wait_forward(int* state, int ticket, int64_t timeout_ns, cudaStream_t stream);
@@ -45,8 +45,7 @@ void gate_wait(const at::Tensor& state, int64_t ticket, int64_t timeout_ns) {
 
 }  // namespace
 
-#define KERNELBOOK_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)  // expands KERNELBOOK_NS first
-KERNELBOOK_LIBRARY(KERNELBOOK_NS, m) {
+KERNELBOOK_LIBRARY(m) {
   m.def("copy(Tensor src, Tensor(a!) dst) -> Tensor(a!)", &copy);
   m.def("gate_wait(Tensor state, int ticket, int timeout_ns) -> ()", &gate_wait);
 }

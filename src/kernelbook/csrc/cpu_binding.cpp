@@ -2,9 +2,9 @@
 // kernelbook.build defines KERNELBOOK_NS; the ops appear as torch.ops.<KERNELBOOK_NS>.*.
 #include <ATen/ops/empty_like.h>
 #include <c10/util/string_view.h>
-#include <torch/library.h>
 
 #include "checks.h"
+#include "library.h"
 
 void rmsnorm_cpu(const float* x, const float* weight, float* y, int64_t rows, int64_t cols, float eps);
 void layernorm_cpu(const float* x, const float* weight, const float* bias, float* y, int64_t rows,
@@ -61,8 +61,7 @@ at::Tensor gelu(const at::Tensor& x, c10::string_view approximate) {
 
 }  // namespace
 
-#define KERNELBOOK_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)  // expands KERNELBOOK_NS first
-KERNELBOOK_LIBRARY(KERNELBOOK_NS, m) {
+KERNELBOOK_LIBRARY(m) {
   m.def("rms_norm(Tensor x, Tensor weight, float eps) -> Tensor", &rms_norm);
   m.def("layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) -> Tensor", &layer_norm);
   m.def("gelu(Tensor x, str approximate='none') -> Tensor", &gelu);

@@ -8,9 +8,9 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/string_view.h>
-#include <torch/library.h>
 
 #include "checks.h"
+#include "library.h"
 #include "stage_dtypes.h"
 
 #ifdef KERNELBOOK_DTYPE_F32
@@ -59,8 +59,7 @@ at::Tensor gelu(const at::Tensor& x, c10::string_view approximate, int64_t varia
 
 }  // namespace
 
-#define KERNELBOOK_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)  // expands KERNELBOOK_NS first
-KERNELBOOK_LIBRARY(KERNELBOOK_NS, m) {
+KERNELBOOK_LIBRARY(m) {
   m.def("gelu(Tensor x, str approximate='none', int variant=2) -> Tensor", &gelu);
   m.def("gelu_out(Tensor x, str approximate, int variant, Tensor(a!) out) -> Tensor(a!)", &gelu_out);
 }

@@ -7,9 +7,9 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <optional>
-#include <torch/library.h>
 
 #include "checks.h"
+#include "library.h"
 #include "stage_dtypes.h"
 
 #ifdef KERNELBOOK_DTYPE_F32
@@ -67,8 +67,7 @@ at::Tensor layer_norm(const at::Tensor& x, const std::optional<at::Tensor>& weig
 
 }  // namespace
 
-#define KERNELBOOK_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)  // expands KERNELBOOK_NS first
-KERNELBOOK_LIBRARY(KERNELBOOK_NS, m) {
+KERNELBOOK_LIBRARY(m) {
   m.def("layer_norm(Tensor x, Tensor? weight, Tensor? bias, float eps, int method=0) -> Tensor", &layer_norm);
   m.def("layer_norm_out(Tensor x, Tensor? weight, Tensor? bias, float eps, int method, Tensor(a!) out) -> Tensor(a!)",
         &layer_norm_out);

@@ -9,9 +9,9 @@
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <torch/library.h>
 
 #include "checks.h"
+#include "library.h"
 #include "stage_dtypes.h"
 
 #ifdef KERNELBOOK_DTYPE_F32
@@ -58,8 +58,7 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
 
 }  // namespace
 
-#define KERNELBOOK_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)  // expands KERNELBOOK_NS first
-KERNELBOOK_LIBRARY(KERNELBOOK_NS, m) {
+KERNELBOOK_LIBRARY(m) {
   m.def("rms_norm(Tensor x, Tensor weight, float eps) -> Tensor", &rms_norm);
   m.def("rms_norm_out(Tensor x, Tensor weight, float eps, Tensor(a!) out) -> Tensor(a!)", &rms_norm_out);
 }
