@@ -45,3 +45,11 @@ def test_many_rows_short_and_odd(ops, dtype):
     for shape in ((70_000, 128), (70_001, 769), (65_537, 5)):
         inputs = OP.make_inputs(shape, dtype, "cuda")
         OP.check(OP.call_stage(ops, inputs), OP.reference(inputs), dtype, str(shape))
+
+
+def test_many_fp32_rows_three_blocks_per_sm(ops):
+    # fp32 rows of 4,100-6,144 floats, more than 256 rows: blocks of 257-384 threads held to
+    # 56 registers, three per SM.
+    for shape in ((300, 4100), (300, 5125), (257, 6143), (300, 6144)):
+        inputs = OP.make_inputs(shape, torch.float32, "cuda")
+        OP.check(OP.call_stage(ops, inputs), OP.reference(inputs), torch.float32, str(shape))

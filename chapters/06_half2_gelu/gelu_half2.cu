@@ -15,7 +15,8 @@
 // Variants, side by side (the `variant` argument):
 //   0  scalar     one element per thread: 2-byte accesses for fp16/bf16
 //   1  pairs      two elements per access: __half2 / __nv_bfloat162 (4 bytes), float2 (8)
-//   2  packs      16-byte packs (8 halves or 4 floats), two packs in flight per thread
+//   2  packs      16-byte packs (8 halves or 4 floats), two packs in flight per thread;
+//                 inputs under 2^17 packs (2 MiB) take one 8-byte half pack a thread
 //   3  half math  fp16, tanh form only: the trap. Packs like variant 2, but the math is
 //                 __half2 arithmetic with tanh(u) = (e^2u - 1)/(e^2u + 1) through h2exp,
 //                 as naive "f16" GELU kernels do. Kept inaccurate on purpose: 1 + tanh(u)
@@ -340,13 +341,15 @@ cudaError_t launch_scalar(const T* x, T* y, int64_t n, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// A small input (fewer than kSmallVectors vectors) is latency, not bandwidth: with
-// 256 threads and two packs each, 32 x 4,096 halves would be 32 blocks on a
-// 132-SM GPU, each thread computing 16 values in a row (2.7 us on an H200, where
-// one element per thread took 2.0). There it takes one vector a thread and
-// blocks of 64, so every SM gets work.
+// A small input (fewer than kSmallVectors 16-byte packs) is latency, not
+// bandwidth: with 256 threads and two packs each, 32 x 4,096 halves would be 32
+// blocks on a 132-SM GPU, each thread computing 16 values in a row (2.7 us on an
+// H200, where one element per thread took 2.0). There each thread takes one
+// 8-byte half pack (4 halves or 2 floats) in blocks of 128, so every SM gets work
+// and each thread's chain of math is short: 2.0 us on an H200 (one 16-byte pack a
+// thread in blocks of 64: 2.1).
 constexpr int64_t kSmallVectors = 1 << 17;
-constexpr int kSmallThreads = 64;
+constexpr int kSmallThreads = 128;
 
 template <typename Op, typename T, int BYTES, int IN_FLIGHT>
 cudaError_t launch_vector(const T* x, T* y, int64_t n, cudaStream_t stream) {
@@ -356,13 +359,17 @@ cudaError_t launch_vector(const T* x, T* y, int64_t n, cudaStream_t stream) {
   int64_t head = mx == 0 ? 0 : static_cast<int64_t>((BYTES - mx) / sizeof(T));
   if (head > n) head = n;
   const int64_t nvec = (n - head) / (BYTES / static_cast<int64_t>(sizeof(T)));
-  if (IN_FLIGHT > 1 && nvec < kSmallVectors) {
-    gelu_vector_kernel<Op, T, BYTES, 1, kSmallThreads>
-        <<<grid_for(nvec, 1, kSmallThreads), kSmallThreads, 0, stream>>>(x, y, n, head);
-  } else {
-    gelu_vector_kernel<Op, T, BYTES, IN_FLIGHT, kThreads>
-        <<<grid_for(nvec, IN_FLIGHT), kThreads, 0, stream>>>(x, y, n, head);
+  if constexpr (IN_FLIGHT > 1) {  // the pack variants
+    if (nvec < kSmallVectors) {
+      constexpr int kHalfPack = BYTES / 2;  // x + head is BYTES-aligned, so kHalfPack-aligned too
+      const int64_t nhalf = (n - head) / (kHalfPack / static_cast<int64_t>(sizeof(T)));
+      gelu_vector_kernel<Op, T, kHalfPack, 1, kSmallThreads>
+          <<<grid_for(nhalf, 1, kSmallThreads), kSmallThreads, 0, stream>>>(x, y, n, head);
+      return cudaGetLastError();
+    }
   }
+  gelu_vector_kernel<Op, T, BYTES, IN_FLIGHT, kThreads>
+      <<<grid_for(nvec, IN_FLIGHT), kThreads, 0, stream>>>(x, y, n, head);
   return cudaGetLastError();
 }
 

@@ -46,7 +46,9 @@
 //     rows, where latency matters more than overlap: 4,096 halves then take 512
 //     threads of one pack each, loaded in one step) and doubles while the block
 //     would be too large, up to 8. With 8 the weight is loaded after the reduction,
-//     to keep two blocks per SM within the registers.
+//     to keep two blocks per SM within the registers. fp32 blocks of 257 to 384
+//     threads at 4 packs each are held to 56 registers, so three fit per SM, not
+//     two (rows of 4,100 to 6,144 floats; 5,125 on an H200: 93% -> 101% of a copy).
 //   * longer rows: streaming fallback, 512 threads per row; x is read twice (the
 //     second read mostly from L2). Correct for any length; slower than a copy.
 // Every block walks rows with a grid stride (at most 65,535 blocks), so any number
@@ -62,10 +64,8 @@
 // must not alias x. rows <= 0 or cols <= 0: nothing to do. Rows past 4,096 packs
 // take the streaming path (x read twice), one block of 512 threads per row: fine
 // for many rows, slow for a handful of very long ones. Inputs must be finite with
-// a finite fp32 sum of squares (|x| below about 1e19). Short of a copy: on an H200,
-// fp32 rows of 5,125 floats reached 88-94% of a copy's bandwidth in three runs (98%
-// on an H100): 352 threads a row at 61 registers fit two blocks per SM, too few
-// bytes in flight for the H200's bandwidth. 99 kernels: 10-17 s to compile at -O3.
+// a finite fp32 sum of squares (|x| below about 1e19). 101 kernels: 10-17 s to
+// compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
 // Measured:      % of a copy of the same bytes in the same rounds at 256 MiB moved. NVIDIA
@@ -85,6 +85,7 @@ namespace {
 constexpr int kPackBytes = 16;
 constexpr int kRowsBlockThreads = 256;   // block size of the several-rows-per-block path
 constexpr int kMaxBlockThreads = 512;    // one-row-per-block paths: block size limit
+constexpr int kThreeBlockThreads = 384;  // fp32 blocks of 257-384 threads: three per SM
 constexpr int kMaxGroupPacks = 4;        // several-rows path: at most 4 packs per lane
 constexpr int kMaxPacksPerThread = 8;    // one-row-per-block register path: at most 8
 constexpr int kFewRows = 256;            // at most this many rows: spread each row thin
@@ -391,8 +392,10 @@ rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __
 }
 
 // Longer rows: one block per row, VPT packs per thread, the row in registers.
-template <class T, int VPT, bool kAligned>
-__global__ void __launch_bounds__(kMaxBlockThreads, 2)
+// Blocks of up to 512 threads, two per SM. kThree: blocks of at most 384 threads
+// held to 56 registers, so that three fit per SM (see launch_block).
+template <class T, int VPT, bool kAligned, bool kThree = false>
+__global__ void __launch_bounds__(kThree ? kThreeBlockThreads : kMaxBlockThreads, kThree ? 3 : 2)
 rmsnorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
                      int64_t rows, int cols, float inv_cols, float eps) {
   __shared__ float slots[2][32];
@@ -467,6 +470,16 @@ template <class T, bool kAligned>
 void launch_block(int vpt, int threads, const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols,
                   float eps, cudaStream_t s) {
   const unsigned grid = grid_for(rows);
+  // fp32 rows of 4,100 to 6,144 floats: a block of 257-384 threads at 4 packs each
+  // takes 61 registers, so two blocks fit per SM: too few bytes in flight for an
+  // H200 (fp32 5,125: 88-94% of a copy in four runs). Held to 56 registers, three
+  // fit and none spill (101%); the 16-bit kernels would spill at 56.
+  if constexpr (sizeof(T) == 4) {
+    if (vpt == 4 && threads > 256 && threads <= kThreeBlockThreads) {
+      rmsnorm_block_kernel<T, 4, kAligned, true><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+      return;
+    }
+  }
   switch (vpt) {
     case 1: rmsnorm_block_kernel<T, 1, kAligned><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
     case 2: rmsnorm_block_kernel<T, 2, kAligned><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
