@@ -68,11 +68,11 @@
 // compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
-// Measured:      % of a copy of the same bytes in the same rounds at 256 MiB moved. NVIDIA
-//                H200 (copy ~3,950 GB/s; chapter notebook), rows of 128 to 16,384: fp16
-//                98-101%, bf16 97-100%, fp32 96-98% except 5,125 floats (93%). NVIDIA
-//                H100 (copy ~2,860 GB/s; book/results/ladder.json), rows of 1,024 to
-//                16,384: 98-102% in fp32, fp16 and bf16.
+// Measured:      % of a copy of the same bytes in the same rounds at 256 MiB moved, rows of
+//                128 to 16,384. NVIDIA H200 (copy ~3,820-4,040 GB/s; chapter notebook):
+//                fp16 97-100%, bf16 97-100%, fp32 96-102%. NVIDIA H100 (copy ~2,750-2,870
+//                GB/s; book/results/sweep-h100.json): fp16 98-101%, bf16 98-102%, fp32
+//                98-102%.
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
