@@ -120,8 +120,19 @@ template <> struct Pair<__nv_bfloat16> { using type = __nv_bfloat162; };
 
 __device__ __forceinline__ float lo_float(__half2 v) { return __low2float(v); }
 __device__ __forceinline__ float hi_float(__half2 v) { return __high2float(v); }
-__device__ __forceinline__ float lo_float(__nv_bfloat162 v) { return __low2float(v); }
-__device__ __forceinline__ float hi_float(__nv_bfloat162 v) { return __high2float(v); }
+// A bf16 is the top half of an fp32: the pair's low element is the word shifted
+// up by 16 bits, the high one the word with its low half cleared. Two integer
+// instructions a pair, where the intrinsics spend three.
+__device__ __forceinline__ float lo_float(__nv_bfloat162 v) {
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof(u));
+  return __uint_as_float(u << 16);
+}
+__device__ __forceinline__ float hi_float(__nv_bfloat162 v) {
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof(u));
+  return __uint_as_float(u & 0xffff0000u);
+}
 
 template <typename T> __device__ __forceinline__ typename Pair<T>::type pair_from_floats(float a, float b);
 template <> __device__ __forceinline__ __half2 pair_from_floats<__half>(float a, float b) {
@@ -225,6 +236,16 @@ __device__ __forceinline__ Stats pack_welford(const Pack<T, N>& p, float shift) 
   return {static_cast<float>(N), mean, m2};
 }
 
+// Chan's merge of two sides with the same count, the usual case (every thread of
+// a row holding a full slice): b's share is exactly 1/2, so there is no division,
+// and the result is symmetric in a and b (a + b, and d * d with d = -d on the
+// other side), so the two partners of a butterfly end with the same bits.
+// half_n: each side's count / 2.
+__device__ __forceinline__ Stats even_merge(Stats a, Stats b, float half_n) {
+  const float d = b.mean - a.mean;
+  return {a.n + b.n, (a.mean + b.mean) * 0.5f, (a.m2 + b.m2) + d * (d * half_n)};
+}
+
 // One Welford step with a run-time count (the peeled path's head/tail
 // elements): Chan's merge with a one-element side, n = 1, mean = v, M2 = 0.
 __device__ __forceinline__ Stats welford_push(Stats s, float v) { return chan_merge(s, Stats{1.0f, v, 0.0f}); }
@@ -315,6 +336,18 @@ __device__ __forceinline__ Stats group_merge(Stats s) {
   return s;
 }
 
+// Every lane of the group holds the same count: a butterfly of even_merge, and
+// every lane ends with the group's statistics, the same bits in each.
+template <int G>
+__device__ __forceinline__ Stats group_merge_even(Stats s) {
+#pragma unroll
+  for (int o = 1; o < G; o <<= 1) {
+    const Stats t{s.n, __shfl_xor_sync(kFullMask, s.mean, o), __shfl_xor_sync(kFullMask, s.m2, o)};
+    s = even_merge(s, t, 0.5f * s.n);
+  }
+  return s;
+}
+
 // mean and M2 of the group's first lane, to every lane of the group (n is not needed).
 template <int G>
 __device__ __forceinline__ Stats group_broadcast(Stats s) {
@@ -332,6 +365,7 @@ __device__ __forceinline__ float group_sum(float v) {
 template <int G>
 struct GroupReduce {
   __device__ __forceinline__ Stats merge(Stats s) { return group_broadcast<G>(group_merge<G>(s)); }
+  __device__ __forceinline__ Stats merge_even(Stats s) { return group_merge_even<G>(s); }
   __device__ __forceinline__ float sum(float v) { return group_sum<G>(v); }
   __device__ __forceinline__ void sum2(float& a, float& b) {
     a = group_sum<G>(a);
@@ -367,6 +401,22 @@ struct BlockReduce {
     const Stats w{slots[parity][0][l], slots[parity][1][l], slots[parity][2][l]};
     parity ^= 1;
     return group_broadcast<32>(group_merge<WARPS>(w));
+  }
+
+  // Every thread holds the same count: butterflies within the warp and across
+  // the warps' results, no division and no broadcast (see even_merge).
+  __device__ __forceinline__ Stats merge_even(Stats s) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    s = group_merge_even<32>(s);
+    if (lane == 0) {
+      slots[parity][0][warp] = s.mean;
+      slots[parity][1][warp] = s.m2;
+    }
+    __syncthreads();
+    const int l = lane % WARPS;
+    const Stats w{s.n, slots[parity][0][l], slots[parity][1][l]};
+    parity ^= 1;
+    return group_merge_even<WARPS>(w);
   }
 
   __device__ __forceinline__ float sum(float v) {
@@ -436,15 +486,18 @@ __device__ __forceinline__ Norm shifted_norm(float shift, float m, float var, fl
 // thread has nk valid vectors in v and, on the peeled path, maybe one extra element.
 // Every method works on x - shift (the row's first element for the stable methods
 // 0 and 1, 0 for the shortcut), and the Norm it returns is relative to the shift.
+// even: every thread of the row holds a full slice and no edge element (the
+// launch's row length says so, the same for all its rows), so Welford merges
+// through even_merge.
 template <class Reduce, typename T, int N, int VPT>
 __device__ __forceinline__ Norm row_stats(int method, const Pack<T, N> (&v)[VPT], int nk, bool has_edge,
                                           float edge, float shift, float cols, float inv_cols, float eps,
-                                          Reduce& red) {
+                                          bool even, Reduce& red) {
   float mean, var;
   if (method == 0) {
     Stats s = thread_welford(v, nk, shift);
     if (has_edge) s = welford_push(s, edge - shift);
-    s = red.merge(s);
+    s = even ? red.merge_even(s) : red.merge(s);
     return shifted_norm(shift, s.mean, s.m2 * inv_cols, eps);
   } else if (method == 1) {
     float a = thread_sum(v, nk, shift);
@@ -480,10 +533,20 @@ __device__ __forceinline__ float affine(float v, const Norm& n, float w, float b
 
 // Reads N weights and biases starting at element c (1 and 0 where absent): one
 // 16-byte access each when `vec`, else N scalar reads (c is then not 16-byte aligned).
-template <typename T, int N>
+// kBoth: the caller has checked that weight and bias are both there, so the
+// common case has no per-element tests and no default values in registers.
+template <bool kBoth, typename T, int N>
 __device__ __forceinline__ void load_affine(const T* __restrict__ weight, const T* __restrict__ bias,
                                             int64_t c, bool vec, float (&w)[N], float (&b)[N]) {
-  if (vec) {
+  if (kBoth && vec) {
+    const Pack<T, N> pw = load_vec(reinterpret_cast<const Pack<T, N>*>(weight + c));
+    const Pack<T, N> pb = load_vec(reinterpret_cast<const Pack<T, N>*>(bias + c));
+#pragma unroll
+    for (int e = 0; e < N; ++e) {
+      w[e] = pw.get(e);
+      b[e] = pb.get(e);
+    }
+  } else if (vec) {
     if (weight) {
       const Pack<T, N> p = load_vec(reinterpret_cast<const Pack<T, N>*>(weight + c));
 #pragma unroll
@@ -567,8 +630,16 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
   constexpr int kRowsPerBlock = kWarpPathThreads / G;
   static_assert(!PEEL || G >= 2 * (N - 1), "every head/tail element needs a lane");
   using P = Pack<T, N>;
+  // The slice (at most 4 vectors) as shifted floats, as in the block kernel, for
+  // fp32 and bf16. Not for fp16: its conversion is one instruction an element,
+  // and with the float slice ptxas spilled (H200, fp16 at 1,024 columns: 84% of
+  // a copy against 96%).
+  constexpr bool kFloatRow = !PEEL && N > 1 && !std::is_same_v<T, __half>;
   const int lane = threadIdx.x % 32, t = lane % G;
   GroupReduce<G> red;
+  const bool has_affine = weight != nullptr && bias != nullptr;
+  const bool even = !PEEL && cols == static_cast<int64_t>(G) * VPT * N;  // every lane holds a full slice
+  const float cols_f = static_cast<float>(cols);
 
   for (int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x / 32) * kRowsPerWarp;
        first < rows; first += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
@@ -594,19 +665,36 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
     const int nk = t < nb ? min(VPT, (nb - t + G - 1) / G) : 0;
 
     const float shift = method == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
-    const Norm n = row_stats(method, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, red);
-
     T* yr = y + (live ? row : 0) * cols;
     P* yv = reinterpret_cast<P*>(yr + s.head);
     const bool vec = !PEEL || (wb_vec && s.head == 0);  // weight + c is aligned only when c % N == 0
+    auto store_row = [&](const auto (&slice)[VPT], const Norm& n) {
+      auto store = [&](auto both) {
 #pragma unroll
-    for (int k = 0; k < VPT; ++k) {
-      const int i = t + k * G;
-      if (i < nb) {
-        float w[N], b[N];
-        load_affine<T, N>(weight, bias, s.head + static_cast<int64_t>(i) * N, vec, w, b);
-        store_vec(yv + i, normalize_pack<T>(v[k], n, w, b));
-      }
+        for (int k = 0; k < VPT; ++k) {
+          const int i = t + k * G;
+          if (i < nb) {
+            float w[N], b[N];
+            load_affine<decltype(both)::value, T, N>(weight, bias, s.head + static_cast<int64_t>(i) * N, vec, w, b);
+            store_vec(yv + i, normalize_pack<T>(slice[k], n, w, b));
+          }
+        }
+      };
+      if (has_affine) store(std::true_type{});
+      else store(std::false_type{});
+    };
+    Norm n;
+    if constexpr (kFloatRow) {  // as in the block kernel below
+      Pack<float, N> f[VPT];
+#pragma unroll
+      for (int k = 0; k < VPT; ++k)
+#pragma unroll
+        for (int e = 0; e < N; ++e) f[k].w[e] = v[k].get(e) - shift;
+      n = row_stats(method, f, nk, false, 0.0f, 0.0f, cols_f, inv_cols, eps, even, red);
+      store_row(f, n);
+    } else {
+      n = row_stats(method, v, nk, has_edge, edge, shift, cols_f, inv_cols, eps, even, red);
+      store_row(v, n);
     }
     if constexpr (PEEL) {
       if (has_edge) store_edge(yr, weight, bias, s.edge_index(t, N), edge, n);
@@ -644,9 +732,12 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
   // (16-bit elements: half the registers), and those that share the registers
   // with early weights or peeled edges (ptxas spilled those).
   constexpr bool kFloatRow = !PEEL && !kEarlyAffine && N > 1 && VPT <= 4 && VPT * N <= 32;
+  constexpr bool kSplitAffine = !PEEL && !kEarlyAffine && !kFloatRow;  // see load_wb
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
   const int tid = threadIdx.x;
+  const bool has_affine = weight != nullptr && bias != nullptr;
+  const bool even = !PEEL && cols == static_cast<int64_t>(THREADS) * VPT * N;  // every thread holds a full slice
 
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * cols;
@@ -670,21 +761,33 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
     const int64_t c0 = s.head + static_cast<int64_t>(tid) * N;  // first element of slot 0
     const bool vec = !PEEL || (wb_vec && s.head == 0);
     float w[VPT][N], b[VPT][N];
+    // Weight and bias both there (the common case, `both` is std::true_type) or
+    // not: one branch for the whole loop, none per element. Not where they are
+    // loaded early or the slice is held as floats: the two copies of the loop
+    // then cost more registers than the tests (ptxas spilled, and 32 rows of
+    // 4,096 took 2.9 us instead of 2.7 on an H200).
+    auto load_wb = [&](int k, auto both) {
+      load_affine<decltype(both)::value, T, N>(weight, bias, c0 + k * THREADS * N, vec, w[k], b[k]);
+    };
     if constexpr (kEarlyAffine) {  // with the row's loads: one wait for memory, not two
 #pragma unroll
       for (int k = 0; k < VPT; ++k)
-        if (tid + k * THREADS < nb) load_affine<T, N>(weight, bias, c0 + k * THREADS * N, vec, w[k], b[k]);
+        if (tid + k * THREADS < nb) load_wb(k, std::false_type{});
     }
     T* yr = y + row * cols;
     P* yv = reinterpret_cast<P*>(yr + s.head) + tid;
     auto store_row = [&](const auto (&slice)[VPT], const Norm& n) {
+      auto store = [&](auto both) {
 #pragma unroll
-      for (int k = 0; k < VPT; ++k) {
-        if (tid + k * THREADS < nb) {
-          if constexpr (!kEarlyAffine) load_affine<T, N>(weight, bias, c0 + k * THREADS * N, vec, w[k], b[k]);
-          store_vec(yv + k * THREADS, normalize_pack<T>(slice[k], n, w[k], b[k]));
+        for (int k = 0; k < VPT; ++k) {
+          if (tid + k * THREADS < nb) {
+            if constexpr (!kEarlyAffine) load_wb(k, both);
+            store_vec(yv + k * THREADS, normalize_pack<T>(slice[k], n, w[k], b[k]));
+          }
         }
-      }
+      };
+      if (kSplitAffine && has_affine) store(std::true_type{});
+      else store(std::false_type{});
     };
     const float cols_f = static_cast<float>(cols);
     Norm n;
@@ -696,11 +799,11 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
         for (int e = 0; e < N; ++e) f[k].w[e] = v[k].get(e) - shift;
       // Statistics of the shifted floats with shift 0 (the compiler drops the
       // subtractions), so the Norm's center is 0 too; the edge needs the real one.
-      const Norm nf = row_stats(method, f, nk, has_edge, edge - shift, 0.0f, cols_f, inv_cols, eps, red);
+      const Norm nf = row_stats(method, f, nk, has_edge, edge - shift, 0.0f, cols_f, inv_cols, eps, even, red);
       store_row(f, nf);
       n = Norm{shift, nf.rstd, nf.offset};
     } else {
-      n = row_stats(method, v, nk, has_edge, edge, shift, cols_f, inv_cols, eps, red);
+      n = row_stats(method, v, nk, has_edge, edge, shift, cols_f, inv_cols, eps, even, red);
       store_row(v, n);
     }
     if constexpr (PEEL) {
@@ -791,7 +894,7 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
         if (u < nk) {
           const int64_t i = i0 + u * kStride;
           float w[N], b[N];
-          load_affine<T, N>(weight, bias, s.head + i * N, vec, w, b);
+          load_affine<false, T, N>(weight, bias, s.head + i * N, vec, w, b);
           store_vec(yv + i, normalize_pack<T>(v[u], n, w, b));
         }
       }
