@@ -62,7 +62,7 @@ def test_without_the_gate_host_time_is_timed():
     nbytes = OPS["rmsnorm"].nbytes((rows, cols), torch.float32)
     samples, _ = bench.time_round_robin(direct_and_slow_launch(rows, cols), nbytes, reps=15, gated=False)
     direct, slow = (bench.summarize(n, samples[n], nbytes).ms for n in ("direct", "slow host"))
-    assert slow > 1.2 * direct, (direct, slow)  # measured on an H100: 93 us direct, 139 us with the slow host
+    assert slow > 1.2 * direct, (direct, slow)  # the 0.2 ms of host work lands inside the timing
 
 
 @pytest.mark.gpu

@@ -172,7 +172,9 @@ def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, m
     """Milliseconds per op call for every contender, `reps` interleaved rounds.
     All contenders are prepared (compiled, warmed, captured) before the first
     timing. Returns ({name: samples}, whether any gate timed out). `gated=False`
-    times without the gate, only to show what the gate prevents."""
+    times without the gate, only to show what the gate prevents: as a naive
+    benchmark does, it waits for the GPU to finish before each timed call, so the
+    host's delays can not hide behind queued work and always show."""
     mode = mode or mode_for(nbytes)
     prepared = {c.name: _prepare(c, mode, nbytes, warmup) for c in contenders}
     torch.cuda.synchronize()
@@ -188,6 +190,8 @@ def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, m
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             if gated:
                 gate.hold()
+            else:
+                torch.cuda.synchronize()
             if flush is not None:
                 flush()
             start.record()
