@@ -48,8 +48,8 @@
 // every fp16, bf16 and fp32 input, during development): fp16 and bf16 within 1 ulp
 // everywhere, subnormal results included. fp32: erf form within 9.2 ulp where
 // |y| > 1e-37 (x > -13), 11.5 ulp down to FLT_MIN (ulp: the fp32 spacing at |y|;
-// every fp32 input, measured on an H100; 8 and 11 were claimed before that
-// check, with a looser ulp); tanh form within 4 ulp for x > -2,
+// every fp32 input, measured on an H100; 8 and 11 were stated before that
+// check); tanh form within 4 ulp for x > -2,
 // while in its negative tail the fp32 rounding of u is magnified by exp(2u):
 // relative error ~2|u| x 4e-7, up to 3e-5 (250 ulp) near x = -10. fp32 results
 // below FLT_MIN (x < -13) are good to ~2e-43.
