@@ -46,13 +46,11 @@
 //     a more precise one for fp32 (see gelu_erf_half and gelu_erf_fp32).
 // Accuracy against a float64 evaluation of the same formula (checked exhaustively,
 // every fp16, bf16 and fp32 input, during development): fp16 and bf16 within 1 ulp
-// everywhere, subnormal results included. fp32: erf form within 9.2 ulp where
-// |y| > 1e-37 (x > -13), 11.5 ulp down to FLT_MIN (ulp: the fp32 spacing at |y|;
-// every fp32 input, measured on an H100; 8 and 11 were stated before that
-// check); tanh form within 4 ulp for x > -2,
+// everywhere, subnormal results included. fp32: erf form within 6.8 ulp (ulp: the
+// fp32 spacing at |y|, 2^-149 below FLT_MIN; every fp32 input, H100 and H200);
+// tanh form within 4 ulp for x > -2,
 // while in its negative tail the fp32 rounding of u is magnified by exp(2u):
-// relative error ~2|u| x 4e-7, up to 3e-5 (250 ulp) near x = -10. fp32 results
-// below FLT_MIN (x < -13) are good to ~2e-43.
+// relative error ~2|u| x 4e-7, up to 3e-5 (250 ulp) near x = -10.
 //
 // Limits: any n >= 0 (64-bit offsets; n > 2^31 is fine). x and y are contiguous and
 // aligned to their element type. y may equal x (in place: each element is read, then
@@ -102,6 +100,11 @@ __device__ __forceinline__ float exp2_ftz(float v) {  // 2^v, 2 ulp; 0 below 2^-
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
   return r;
 }
+__device__ __forceinline__ float relu_nan(float x) {  // max(x, -0): NaN -> NaN, -0 -> -0; one FMNMX.NAN
+  float r;
+  asm("max.NaN.f32 %0, %1, 0f80000000;" : "=f"(r) : "f"(x));
+  return r;
+}
 
 // erf form, 0.5 x erfc(-x/sqrt 2), written as x h for x <= 0 and x (1 - h) for x > 0
 // with h = 0.5 erfc(a), a = |x|/sqrt 2 >= 0. erfcf costs ~40 instructions, which at
@@ -131,33 +134,42 @@ __device__ __forceinline__ float gelu_erf_half(float x) {
   return fmaxf(x, -FLT_MAX) * (x <= 0.0f ? h : 1.0f - h);
 }
 
-// fp32 outputs: degree 10 in natural-log units (1e-7), with the exponent
-// -a^2 + P = -x^2/2 + P carried as hi + lo: x^2 splits exactly into s + s_lo (an
-// fma), and Fast2Sum keeps what rounding -s/2 + P drops. Without that, the fp32
-// rounding of an exponent near -100 would cost ~50 ulp in the tail. Within 9.2 ulp
-// where |y| > 1e-37 (x > -13), 11.5 ulp down to FLT_MIN (see the header). ~35 instructions, against
-// ~50 for erfcf plus the correction its rounded argument -x/sqrt 2 needs in the tail.
+// fp32 outputs: y = max(x, 0) - a h for both signs (a = |x|), with
+//     a h = v 2^E,   v = a t = a / (K0 + K1 a) in [0, 0.73],   E = P(v) - Lf a^2,
+// Lf the fp32 rounding of log2(e)/2 and P a degree-9 polynomial, a minimax fit of
+// log2(a h / v) + Lf a^2 for a in [0, 14.4] (so P also absorbs Lf's rounding), exact at v = 0.
+// This is erfcc's shape with the polynomial in v = a t instead of t: the rounding of t then
+// moves y by at most its own size (d ln y / d ln t = 1 at x = 0, 0.06 near |x| = 12, where in
+// t it would be 2.5 and 1.2), and Horner's rounding vanishes at x = 0. K0 puts P/2 in
+// [-0.43, 0.42], where an fp32 rounding costs at most 2^-26.
+// 2^E is e * e with e = 2^(E/2) from ex2.approx.ftz: E/2 >= -82 for a <= 15, so e never
+// flushes and a subnormal y comes from the last FFMA alone (2^E itself would flush below
+// 2^-126). E/2 is carried as hh + lo: u = a Lf/2 and its exact remainder (an FFMA),
+// hh = fma(-a, u, P/2), and what rounding hh drops comes back as P/2 - fma(a, u, hh), exact
+// (Sterbenz) up to ulp(P/2)/2; e e (1 + 2 ln2 lo) = 2^E. Without lo, the fp32 rounding of an
+// exponent near -60 would cost up to ~45 ulp. ex2's error (~2 ulp) counts twice. Checked on
+// every fp32 input (H100 and H200): within 6.8 ulp where |y| > 1e-37 (x > -13), 6.3 ulp down
+// to FLT_MIN, 4.2e-45 absolute below. ~25 instructions, 2 of them MUFU (rcp, ex2).
 __device__ __forceinline__ float gelu_erf_fp32(float x) {
-  const float ax = fabsf(x) > 15.0f ? 15.0f : fabsf(x);  // h(15) = 0 in fp32; NaN stays NaN
-  const float t = rcp_ge1(fmaf(ax, kInv2Sqrt2, 1.0f));
-  float q = 0.00476965075f;
-  q = fmaf(q, t, 0.146361381f);
-  q = fmaf(q, t, -0.768458068f);
-  q = fmaf(q, t, 1.423172f);
-  q = fmaf(q, t, -1.08695567f);
-  q = fmaf(q, t, 0.256715059f);
-  q = fmaf(q, t, -0.180061519f);
-  q = fmaf(q, t, 0.0957724154f);
-  q = fmaf(q, t, 0.374176085f);
-  q = fmaf(q, t, 1.00002098f);
-  q = fmaf(q, t, -1.95865953f);  // carries ln(0.5), the 0.5 of h; q(1) = fp32 ln(0.5)
-  const float s = ax * ax;
-  const float s_lo = fmaf(ax, ax, -s);
-  const float e_hi = -0.5f * s + q;
-  const float e_lo = fmaf(-0.5f, s_lo, q - (e_hi + 0.5f * s));  // exact where |s/2| >= |q|
-  const float e = expf(e_hi);
-  const float h = t * fmaf(e, e_lo, e);
-  return fmaxf(x, -FLT_MAX) * (x <= 0.0f ? h : 1.0f - h);
+  const float a = fabsf(x) > 15.0f ? 15.0f : fabsf(x);  // y(-15) rounds to -0; NaN stays NaN
+  const float v = a * rcp_ge1(fmaf(a, 1.13701165f, 3.55872178f));  // a / (K0 + K1 a)
+  float q = -0.425906479f;                                         // P/2, Horner in v
+  q = fmaf(q, v, 1.25291717f);
+  q = fmaf(q, v, -1.17083132f);
+  q = fmaf(q, v, 0.275118679f);
+  q = fmaf(q, v, -0.151636526f);
+  q = fmaf(q, v, 0.273358792f);
+  q = fmaf(q, v, 0.296722382f);
+  q = fmaf(q, v, -0.202663288f);
+  q = fmaf(q, v, -1.22805047f);
+  q = fmaf(q, v, 0.415679574f);      // q(0) = log2(K0 / 2) / 2 to 1e-13: h(0) = 1/2
+  const float u = a * 0.360673755f;  // a Lf/2
+  const float nu = fmaf(-a, 0.360673755f, u);     // u - a Lf/2, exact
+  const float hh = fmaf(-a, u, q);                // E/2, rounded
+  const float lo = fmaf(a, nu, q - fmaf(a, u, hh));  // E/2 - hh
+  const float e = exp2_ftz(hh);
+  const float A = fmaf(v * 1.38629436f, lo, v);   // v (1 + 2 ln2 lo)
+  return fmaf(-(A * e), e, relu_nan(x));          // max(x, -0) - v 2^E: -inf -> -0, +inf, NaN
 }
 
 // tanh form: x * sigmoid(2u) = x / (1 + exp(-2u)). With e = exp(-2|u|) in [0, 1]:
