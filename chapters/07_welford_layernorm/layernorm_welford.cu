@@ -170,6 +170,16 @@ struct alignas(sizeof(T) * N) Pack {
   }
 };
 
+template <typename T, int N>
+__device__ __forceinline__ Pack<T, N> constant_pack(float v) {  // N copies of v (1 or 0: exact in T)
+  float f[N];
+#pragma unroll
+  for (int e = 0; e < N; ++e) f[e] = v;
+  Pack<T, N> p;
+  p.set(f);
+  return p;
+}
+
 // One access per Pack. A 16-byte Pack of __half2 would otherwise be read as four
 // 4-byte loads: go through uint4 so the compiler emits LDG.128 / STG.128; the
 // bit copy (memcpy) stays in registers.
@@ -586,6 +596,18 @@ __device__ __forceinline__ Pack<T, N> normalize_pack(const Pack<S, N>& v, const 
   return out;
 }
 
+// The same with weight and bias as loaded, converted here (see kEarlyAffine).
+template <typename T, typename S, int N>
+__device__ __forceinline__ Pack<T, N> normalize_pack(const Pack<S, N>& v, const Norm& n, const Pack<T, N>& w,
+                                                     const Pack<T, N>& b) {
+  float f[N];
+#pragma unroll
+  for (int e = 0; e < N; ++e) f[e] = affine(v.get(e), n, w.get(e), b.get(e));
+  Pack<T, N> out;
+  out.set(f);
+  return out;
+}
+
 // Where a row sits relative to 16-byte boundaries (peeled path). head: elements
 // before the first boundary; body: whole vectors; tail: what is left. Thread t
 // below head + tail owns edge element edge_index(t).
@@ -770,10 +792,21 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
     auto load_wb = [&](int k, auto both) {
       load_affine<decltype(both)::value, T, N>(weight, bias, c0 + k * THREADS * N, vec, w[k], b[k]);
     };
-    if constexpr (kEarlyAffine) {  // with the row's loads: one wait for memory, not two
+    // kEarlyAffine (never peeled): weight and bias packs loaded with the row, one
+    // wait for memory, not two. Kept as loaded until used: converted at once, the
+    // first slot's registers were reused for the second slot's loads, which then
+    // waited for the first slot's data (a memory latency per slot).
+    P pw[VPT], pb[VPT];
+    if constexpr (kEarlyAffine) {
+      static_assert(!PEEL, "early weight and bias loads are 16-byte packs");
 #pragma unroll
-      for (int k = 0; k < VPT; ++k)
-        if (tid + k * THREADS < nb) load_wb(k, std::false_type{});
+      for (int k = 0; k < VPT; ++k) {
+        if (tid + k * THREADS < nb) {
+          const int64_t c = c0 + k * THREADS * N;
+          pw[k] = weight ? load_vec(reinterpret_cast<const P*>(weight + c)) : constant_pack<T, N>(1.0f);
+          pb[k] = bias ? load_vec(reinterpret_cast<const P*>(bias + c)) : constant_pack<T, N>(0.0f);
+        }
+      }
     }
     T* yr = y + row * cols;
     P* yv = reinterpret_cast<P*>(yr + s.head) + tid;
@@ -782,8 +815,12 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
 #pragma unroll
         for (int k = 0; k < VPT; ++k) {
           if (tid + k * THREADS < nb) {
-            if constexpr (!kEarlyAffine) load_wb(k, both);
-            store_vec(yv + k * THREADS, normalize_pack<T>(slice[k], n, w[k], b[k]));
+            if constexpr (kEarlyAffine) {
+              store_vec(yv + k * THREADS, normalize_pack<T>(slice[k], n, pw[k], pb[k]));
+            } else {
+              load_wb(k, both);
+              store_vec(yv + k * THREADS, normalize_pack<T>(slice[k], n, w[k], b[k]));
+            }
           }
         }
       };
