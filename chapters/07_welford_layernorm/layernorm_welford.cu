@@ -644,7 +644,13 @@ __device__ __forceinline__ void store_edge(T* yr, const T* __restrict__ weight, 
 // whole warp (a group whose row is past the end just holds no data), so every
 // lane takes part in every shuffle. On the peeled path G >= 16: the head and
 // tail elements (at most 2 * (N - 1) = 14) each get a lane.
-template <typename T, int N, bool PEEL, int G, int VPT>
+// FULL: the row is exactly G * VPT aligned vectors (every power-of-two length on
+// this path), so every slot of every lane is in the row and the per-slot tests
+// vanish at compile time: a quarter to a third less code. Bandwidth is the same
+// (H200, 256 MiB), a launch of a few rows is faster: 3 x 128 halves 2.5 -> 2.0 us,
+// 5 x 512 floats 2.3 -> 1.7 us. Not for bf16: its float slice spilled there and
+// lost a point of bandwidth.
+template <typename T, int N, bool PEEL, int G, int VPT, bool FULL>
 __global__ void __launch_bounds__(kWarpPathThreads, 8)
 layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                       T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps,
@@ -652,6 +658,7 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
   constexpr int kRowsPerWarp = 32 / G;
   constexpr int kRowsPerBlock = kWarpPathThreads / G;
   static_assert(!PEEL || G >= 2 * (N - 1), "every head/tail element needs a lane");
+  static_assert(!(FULL && PEEL), "a full row has no head or tail");
   using P = Pack<T, N>;
   // The slice (at most 4 vectors) as shifted floats, as in the block kernel, for
   // fp32 and bf16. Not for fp16: its conversion is one instruction an element,
@@ -661,7 +668,7 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
   const int lane = threadIdx.x % 32, t = lane % G;
   GroupReduce<G> red;
   const bool has_affine = weight != nullptr && bias != nullptr;
-  const bool even = !PEEL && cols == static_cast<int64_t>(G) * VPT * N;  // every lane holds a full slice
+  const bool even = FULL || (!PEEL && cols == static_cast<int64_t>(G) * VPT * N);  // every lane holds a full slice
   const float cols_f = static_cast<float>(cols);
 
   for (int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x / 32) * kRowsPerWarp;
@@ -677,7 +684,7 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {  // all loads issued before the reduction needs them
       const int i = t + k * G;
-      if (i < nb) v[k] = load_vec(xv + i);
+      if (FULL || i < nb) v[k] = load_vec(xv + i);  // a group past the last row reads row 0
     }
     bool has_edge = false;
     float edge = 0.0f;
@@ -685,7 +692,7 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
       has_edge = live && t < s.head + s.tail;
       if (has_edge) edge = to_float(xr[s.edge_index(t, N)]);
     }
-    const int nk = t < nb ? min(VPT, (nb - t + G - 1) / G) : 0;
+    const int nk = FULL ? VPT : t < nb ? min(VPT, (nb - t + G - 1) / G) : 0;
 
     const float shift = method == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
     T* yr = y + (live ? row : 0) * cols;
@@ -696,7 +703,7 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 #pragma unroll
         for (int k = 0; k < VPT; ++k) {
           const int i = t + k * G;
-          if (i < nb) {
+          if (FULL ? live : i < nb) {
             float w[N], b[N];
             load_affine<decltype(both)::value, T, N>(weight, bias, s.head + static_cast<int64_t>(i) * N, vec, w, b);
             store_vec(yv + i, normalize_pack<T>(slice[k], n, w, b));
@@ -965,7 +972,14 @@ template <typename T, int N, bool PEEL, int G, int VPT>
 cudaError_t launch_warp(const Launch<T>& l) {
   constexpr int64_t kRowsPerBlock = kWarpPathThreads / G;
   const unsigned grid = grid_for((l.rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  layernorm_warp_kernel<T, N, PEEL, G, VPT><<<grid, kWarpPathThreads, 0, l.stream>>>(
+  if constexpr (!PEEL && N > 1 && !std::is_same_v<T, __nv_bfloat16>) {
+    if (l.cols == static_cast<int64_t>(G) * VPT * N) {
+      layernorm_warp_kernel<T, N, false, G, VPT, true><<<grid, kWarpPathThreads, 0, l.stream>>>(
+          l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
+      return cudaGetLastError();
+    }
+  }
+  layernorm_warp_kernel<T, N, PEEL, G, VPT, false><<<grid, kWarpPathThreads, 0, l.stream>>>(
       l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
   return cudaGetLastError();
 }
