@@ -744,11 +744,16 @@ constexpr int kBlocksPerSm = (VPT >= 32 ? 512 : 1024) / THREADS;
 // slot-0 address plus an immediate (k * THREADS * 16 bytes): no per-slot address
 // registers to keep alive across the reduction. Rows on this path have at most
 // 16,384 vectors, so in-row indices fit in 32 bits.
-template <typename T, int N, bool PEEL, int THREADS, int VPT>
+// METHOD >= 0 fixes the method at compile time (the few-rows launches): the
+// other two methods' code is gone, a third of the kernel, and a launch of one
+// wave, whose time is latency, is 1-3% faster (H200, 32 x 4,096 halves:
+// 2.73 -> 2.66 us; 256 x 4,096 floats: 4.8 -> 4.7 us).
+template <typename T, int N, bool PEEL, int THREADS, int VPT, int METHOD = -1>
 __global__ void __launch_bounds__(THREADS, kBlocksPerSm<THREADS, VPT>)
 layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                        T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps,
                        int method, bool wb_vec) {
+  if constexpr (METHOD >= 0) method = METHOD;
   using P = Pack<T, N>;
   constexpr int kWarps = THREADS / 32;
   // Weight and bias are loaded before the reduction only for the few-rows
@@ -986,8 +991,19 @@ cudaError_t launch_warp(const Launch<T>& l) {
 
 template <typename T, int N, bool PEEL, int THREADS, int VPT>
 cudaError_t launch_block(const Launch<T>& l) {
-  layernorm_block_kernel<T, N, PEEL, THREADS, VPT><<<grid_for(l.rows), THREADS, 0, l.stream>>>(
-      l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
+  if constexpr (VPT <= 2) {  // the few-rows configurations: one kernel per method
+    const auto run = [&](auto m) {
+      constexpr int kMethod = decltype(m)::value;
+      layernorm_block_kernel<T, N, PEEL, THREADS, VPT, kMethod><<<grid_for(l.rows), THREADS, 0, l.stream>>>(
+          l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
+    };
+    if (l.method == 0) run(std::integral_constant<int, 0>{});
+    else if (l.method == 1) run(std::integral_constant<int, 1>{});
+    else run(std::integral_constant<int, 2>{});
+  } else {
+    layernorm_block_kernel<T, N, PEEL, THREADS, VPT><<<grid_for(l.rows), THREADS, 0, l.stream>>>(
+        l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
+  }
   return cudaGetLastError();
 }
 
