@@ -76,10 +76,10 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of a copy of the same bytes in the same rounds at 256 MiB moved,
-//                rows of 1,024 / 4,096 / 16,384. NVIDIA H100 (copy ~2,840-2,880 GB/s;
+//                rows of 1,024 / 4,096 / 16,384. NVIDIA H100 (copy ~2,845-2,870 GB/s;
 //                book/results/ladder.json): fp32 99 / 101 / 99%, fp16 99 / 100 / 99%, bf16
-//                99 / 100 / 99%. NVIDIA H200 (copy ~3,940-3,980 GB/s; chapter notebook): fp32
-//                97 / 98 / 94%, fp16 96 / 96 / 93%, bf16 98 / 97 / 95%.
+//                98 / 101 / 99%. NVIDIA H200 (copy ~3,930-3,990 GB/s; chapter notebook): fp32
+//                98 / 98 / 94%, fp16 96 / 97 / 93%, bf16 97 / 97 / 94%.
 //                65,536-column rows (streaming, x read twice): 60-64% on the H200.
 
 #include <cuda_runtime.h>
