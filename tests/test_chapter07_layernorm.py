@@ -98,3 +98,20 @@ def test_one_pass_is_right_where_nothing_cancels(ops, dtype, cols):
     w, b = (torch.rand(cols, device="cuda") + 0.5).to(dtype), torch.randn(cols, device="cuda").to(dtype)
     out = run(ops, x, w, b, STAGE.variant("one-pass"))
     OP.check(out, reference.layer_norm(x, w, b, OP.eps), dtype, "one-pass, zero-mean rows")
+
+
+@pytest.mark.parametrize("method", STABLE)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("cols", [128, 256, 512, 1024])
+def test_short_power_of_two_rows_with_partial_warps(ops, method, dtype, cols):
+    # These lengths take the short-row kernels without per-slot tests, where a group
+    # of lanes past the last row still loads (from row 0) and computes. Row counts
+    # that leave warps and blocks part full; weight and bias present and absent.
+    for rows in (1, 3, 37):
+        x = (torch.randn(rows, cols, device="cuda") * 3 + 5).to(dtype)
+        w, b = (torch.rand(cols, device="cuda") + 0.5).to(dtype), torch.randn(cols, device="cuda").to(dtype)
+        y = ops.layer_norm(x, w, b, OP.eps, method)
+        OP.check(y, reference.layer_norm(x, w, b, OP.eps), dtype, f"{rows} x {cols}")
+        plain = ops.layer_norm(x, None, None, OP.eps, method)
+        OP.check(plain, reference.layer_norm(x, torch.ones_like(w), torch.zeros_like(b), OP.eps), dtype,
+                 f"{rows} x {cols}, no weight or bias")
