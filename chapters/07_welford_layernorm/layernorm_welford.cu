@@ -596,16 +596,17 @@ __device__ __forceinline__ Pack<T, N> normalize_pack(const Pack<S, N>& v, const 
   return out;
 }
 
-// The same with weight and bias as loaded, converted here (see kEarlyAffine).
+// The same with weight and bias as loaded, converted here, where used (see kEarlyAffine).
 template <typename T, typename S, int N>
 __device__ __forceinline__ Pack<T, N> normalize_pack(const Pack<S, N>& v, const Norm& n, const Pack<T, N>& w,
                                                      const Pack<T, N>& b) {
-  float f[N];
+  float wf[N], bf[N];
 #pragma unroll
-  for (int e = 0; e < N; ++e) f[e] = affine(v.get(e), n, w.get(e), b.get(e));
-  Pack<T, N> out;
-  out.set(f);
-  return out;
+  for (int e = 0; e < N; ++e) {
+    wf[e] = w.get(e);
+    bf[e] = b.get(e);
+  }
+  return normalize_pack<T>(v, n, wf, bf);
 }
 
 // Where a row sits relative to 16-byte boundaries (peeled path). head: elements
@@ -641,8 +642,8 @@ __device__ __forceinline__ void store_edge(T* yr, const T* __restrict__ weight, 
 
 // Short rows: G lanes per row, 32 / G rows per warp, kWarpPathThreads / G rows
 // per block, VPT vectors per lane. The loop bound is the same for the
-// whole warp (a group whose row is past the end just holds no data), so every
-// lane takes part in every shuffle. On the peeled path G >= 16: the head and
+// whole warp (a group whose row is past the end holds no data, or with FULL row
+// 0's, and stores nothing), so every lane takes part in every shuffle. On the peeled path G >= 16: the head and
 // tail elements (at most 2 * (N - 1) = 14) each get a lane.
 // FULL: the row is exactly G * VPT aligned vectors (every power-of-two length on
 // this path), so every slot of every lane is in the row and the per-slot tests
