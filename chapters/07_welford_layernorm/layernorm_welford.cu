@@ -228,24 +228,33 @@ __device__ __forceinline__ Stats chan_merge(Stats a, Stats b) {
   return {n, a.mean + d * f, a.m2 + b.m2 + d * (d * (a.n * f))};
 }
 
+// Sum of v[0..K) as a pairwise tree: log2(K) dependent adds instead of K - 1.
+// Every thread adds in the same order, so the same inputs give the same bits.
+template <int K>
+__device__ __forceinline__ float tree_sum(float (&v)[K]) {
+#pragma unroll
+  for (int o = 1; o < K; o *= 2)
+#pragma unroll
+    for (int i = 0; i + o < K; i += 2 * o) v[i] += v[i + o];
+  return v[0];
+}
+
 // Statistics of the N elements of one vector, as values relative to `shift`: the
 // vector's own two-pass (sum, mean with the compile-time 1/N, then the squared
 // deviations from it) -- exact leaf statistics for Chan's merge, and one
 // instruction an element cheaper than N Welford updates (n += 1; d = v - mean;
 // mean += d / n; M2 += d (v - mean)), which give the same numbers up to rounding.
+// Both sums are trees: in a launch of a few rows this chain is on the critical
+// path (H200, 32 rows of 4,096 halves: 2.72 -> 2.64 us against running sums).
 template <typename T, int N>
 __device__ __forceinline__ Stats pack_welford(const Pack<T, N>& p, float shift) {
-  float d[N], sum = 0.0f;
+  float d[N], t[N];
 #pragma unroll
-  for (int e = 0; e < N; ++e) {
-    d[e] = p.get(e) - shift;
-    sum += d[e];
-  }
-  const float mean = sum * (1.0f / static_cast<float>(N));
-  float m2 = 0.0f;
+  for (int e = 0; e < N; ++e) t[e] = d[e] = p.get(e) - shift;
+  const float mean = tree_sum(t) * (1.0f / static_cast<float>(N));
 #pragma unroll
-  for (int e = 0; e < N; ++e) m2 = fmaf(d[e] - mean, d[e] - mean, m2);
-  return {static_cast<float>(N), mean, m2};
+  for (int e = 0; e < N; ++e) t[e] = (d[e] - mean) * (d[e] - mean);
+  return {static_cast<float>(N), mean, tree_sum(t)};
 }
 
 // Chan's merge of two sides with the same count, the usual case (every thread of
