@@ -78,8 +78,8 @@
 // Measured:      Welford, % of a copy of the same bytes in the same rounds at 256 MiB moved,
 //                rows of 1,024 / 4,096 / 16,384. NVIDIA H100 (copy ~2,845-2,870 GB/s;
 //                book/results/ladder.json): fp32 99 / 101 / 99%, fp16 99 / 100 / 99%, bf16
-//                98 / 101 / 99%. NVIDIA H200 (copy ~3,930-3,990 GB/s; chapter notebook): fp32
-//                98 / 98 / 94%, fp16 96 / 97 / 93%, bf16 97 / 97 / 94%.
+//                98 / 101 / 99%. NVIDIA H200 (copy ~3,910-4,000 GB/s; chapter notebook): fp32
+//                98 / 98 / 94%, fp16 95 / 96 / 93%, bf16 96 / 95 / 93%.
 //                65,536-column rows (streaming, x read twice): 60-64% on the H200.
 
 #include <cuda_runtime.h>
