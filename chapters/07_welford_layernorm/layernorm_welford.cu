@@ -1042,7 +1042,7 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     So with <= 256 rows (one wave) and aligned vectors, a row of up to 1,024
 //     vectors takes 256 or 512 threads of one or two vectors, and weight and
 //     bias are loaded together with x, before the reduction.
-//     At 16,384 columns an H200 gets 92-95% of a copy (an H100 97-101%), and
+//     At 16,384 columns an H200 gets 91-95% of a copy (an H100 97-101%), and
 //     weight and bias are what is left: the same kernels without them reach
 //     96-100% (H200; measured, not shipped). With the row in registers there is
 //     no room to load them early; prefetching them to L1 or L2, staging the
