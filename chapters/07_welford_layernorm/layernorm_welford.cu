@@ -409,61 +409,48 @@ struct BlockReduce {
   float (*slots)[3][WARPS];
   int parity;
 
-  __device__ __forceinline__ Stats merge(Stats s) {
+  // Lane 0 of every warp posts its K values; after the barrier lane l holds
+  // warp l % WARPS's, so each group of WARPS lanes holds the full set.
+  template <int K>
+  __device__ __forceinline__ void exchange(float (&v)[K]) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    s = group_merge<32>(s);
     if (lane == 0) {
-      slots[parity][0][warp] = s.n;
-      slots[parity][1][warp] = s.mean;
-      slots[parity][2][warp] = s.m2;
+#pragma unroll
+      for (int k = 0; k < K; ++k) slots[parity][k][warp] = v[k];
     }
     __syncthreads();
-    const int l = lane % WARPS;
-    const Stats w{slots[parity][0][l], slots[parity][1][l], slots[parity][2][l]};
+#pragma unroll
+    for (int k = 0; k < K; ++k) v[k] = slots[parity][k][lane % WARPS];
     parity ^= 1;
-    return group_broadcast<32>(group_merge<WARPS>(w));
+  }
+
+  __device__ __forceinline__ Stats merge(Stats s) {
+    s = group_merge<32>(s);
+    float v[3] = {s.n, s.mean, s.m2};
+    exchange(v);
+    return group_broadcast<32>(group_merge<WARPS>(Stats{v[0], v[1], v[2]}));
   }
 
   // Every thread holds the same count: butterflies within the warp and across
   // the warps' results, no division and no broadcast (see even_merge).
   __device__ __forceinline__ Stats merge_even(Stats s) {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     s = group_merge_even<32>(s);
-    if (lane == 0) {
-      slots[parity][0][warp] = s.mean;
-      slots[parity][1][warp] = s.m2;
-    }
-    __syncthreads();
-    const int l = lane % WARPS;
-    const Stats w{s.n, slots[parity][0][l], slots[parity][1][l]};
-    parity ^= 1;
-    return group_merge_even<WARPS>(w);
+    float v[2] = {s.mean, s.m2};
+    exchange(v);
+    return group_merge_even<WARPS>(Stats{s.n, v[0], v[1]});
   }
 
-  __device__ __forceinline__ float sum(float v) {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    v = group_sum<32>(v);
-    if (lane == 0) slots[parity][0][warp] = v;
-    __syncthreads();
-    const float r = slots[parity][0][lane % WARPS];
-    parity ^= 1;
-    return group_sum<WARPS>(r);
+  __device__ __forceinline__ float sum(float a) {
+    float v[1] = {group_sum<32>(a)};
+    exchange(v);
+    return group_sum<WARPS>(v[0]);
   }
 
   __device__ __forceinline__ void sum2(float& a, float& b) {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    a = group_sum<32>(a);
-    b = group_sum<32>(b);
-    if (lane == 0) {
-      slots[parity][0][warp] = a;
-      slots[parity][1][warp] = b;
-    }
-    __syncthreads();
-    a = slots[parity][0][lane % WARPS];
-    b = slots[parity][1][lane % WARPS];
-    parity ^= 1;
-    a = group_sum<WARPS>(a);
-    b = group_sum<WARPS>(b);
+    float v[2] = {group_sum<32>(a), group_sum<32>(b)};
+    exchange(v);
+    a = group_sum<WARPS>(v[0]);
+    b = group_sum<WARPS>(v[1]);
   }
 };
 
