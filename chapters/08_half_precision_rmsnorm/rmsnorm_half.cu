@@ -64,7 +64,7 @@
 // must not alias x. rows <= 0 or cols <= 0: nothing to do. Rows past 4,096 packs
 // take the streaming path (x read twice), one block of 512 threads per row: fine
 // for many rows, slow for a handful of very long ones. Inputs must be finite with
-// a finite fp32 sum of squares (|x| below about 1e19). 95 kernels: 10-17 s to
+// a finite fp32 sum of squares (|x| below about 1e19). 98 kernels: 10-17 s to
 // compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
@@ -296,12 +296,16 @@ __device__ __forceinline__ float block_sum(float v, float (*slots)[32], int pari
 // number of packs, so every row is all body. The peel and the narrow accesses
 // then vanish at compile time: fewer registers and fewer steps before the first
 // load, which is what a launch of a few rows waits on.
-template <class T, int VPT, bool kAligned, class RowSum>
+// kEarlyWeight: the weight packs are loaded together with x, before the
+// reduction (one wait for memory, not two: what a launch of a few rows needs),
+// at the cost of holding them in registers across it.
+template <class T, int VPT, bool kAligned, bool kEarlyWeight, class RowSum>
 __device__ __forceinline__ void normalize_row(const T* __restrict__ xr, const T* __restrict__ weight,
                                               T* __restrict__ yr, int cols, float inv_cols, float eps,
                                               int tid, int nthreads, bool active, RowSum row_sum) {
   constexpr int N = kPerPack<T>;
-  constexpr bool kEarlyWeight = VPT <= 4;  // weight packs loaded with x, before the reduction
+  static_assert(!kEarlyWeight || VPT <= 4, "8 slots of x and weight do not fit in registers");
+  constexpr bool kZeroSlots = VPT <= 4 && (kEarlyWeight || sizeof(T) == 4);  // see below
 
   int head = 0, body = active ? cols / N : 0, tail = 0;  // scalar head, 16-byte packs, scalar tail
   int w_align = kPackBytes, y_align = kPackBytes;
@@ -318,18 +322,20 @@ __device__ __forceinline__ void normalize_row(const T* __restrict__ xr, const T*
   const T* wb = weight + head;
   T* yb = yr + head;
 
-  // Issue every load before the first use: the x packs, then the weight packs,
-  // then the head and tail scalars. With up to 4 slots a thread, a slot past the
+  // Issue every load before the first use: the x packs, then (early) the weight
+  // packs, then the head and tail scalars. With up to 4 slots a thread, a slot past the
   // row reads as zeros so that the sum below has no branch: a branch there let the
   // compiler wait for the first pack before issuing the second load, one memory
   // latency per slot for a launch of a few rows. With 8 slots the registers are
   // full (the zeros would spill), so those kernels test each slot in the sum; the
-  // compiler still issues their 8 loads together.
+  // compiler still issues their 8 loads together. So do the 16-bit kDense
+  // kernels (4 slots, weight loaded late): held to 40 registers, the zeros
+  // spilled there, and their 4 loads still go out together (fp32's did not).
   uint4 xv[VPT], wv[VPT];
 #pragma unroll
   for (int k = 0; k < VPT; ++k) {
     const int i = tid + k * nthreads;
-    if constexpr (kEarlyWeight) xv[k] = make_uint4(0u, 0u, 0u, 0u);
+    if constexpr (kZeroSlots) xv[k] = make_uint4(0u, 0u, 0u, 0u);
     if (i < body) xv[k] = load_pack(xb + i * N, kPackBytes);
   }
   if constexpr (kEarlyWeight) {
@@ -355,7 +361,7 @@ __device__ __forceinline__ void normalize_row(const T* __restrict__ xr, const T*
   float sum = xh * xh + xt * xt;
 #pragma unroll
   for (int k = 0; k < VPT; ++k) {
-    if (kEarlyWeight || tid + k * nthreads < body) sum += sum_squares<T>(xv[k]);
+    if (kZeroSlots || tid + k * nthreads < body) sum += sum_squares<T>(xv[k]);
   }
   const float inv_rms = rsqrtf(row_sum(sum) * inv_cols + eps);
 
@@ -377,8 +383,10 @@ __device__ __forceinline__ void normalize_row(const T* __restrict__ xr, const T*
 // The groups of one warp take consecutive rows and leave the row loop together
 // (the loop tests the warp's first row), so every full-warp shuffle has all 32
 // lanes; a group past the last row just contributes zeros.
+// fp32 lanes of at most 2 aligned packs are held to 32 registers: eight blocks
+// per SM, every thread slot filled (H200, 128 floats: 96% of a copy against 95%).
 template <class T, int G, int VPT, bool kAligned>
-__global__ void __launch_bounds__(kRowsBlockThreads, VPT <= 3 ? 4 : 3)
+__global__ void __launch_bounds__(kRowsBlockThreads, kAligned && sizeof(T) == 4 && VPT <= 2 ? 8 : VPT <= 3 ? 4 : 3)
 rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
                     int64_t rows, int cols, float inv_cols, float eps) {
   constexpr int kRowsPerBlock = kRowsBlockThreads / G;
@@ -390,23 +398,40 @@ rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __
        row - group % kGroupsPerWarp < rows; row += stride) {
     const bool active = row < rows;
     const int64_t r = active ? row : rows - 1;  // keep the pointers inside the tensor
-    normalize_row<T, VPT, kAligned>(x + r * cols, weight, y + r * cols, cols, inv_cols, eps, lane, G,
-                                    active, [](float v) { return group_sum<G>(v); });
+    normalize_row<T, VPT, kAligned, true>(x + r * cols, weight, y + r * cols, cols, inv_cols, eps, lane, G,
+                                          active, [](float v) { return group_sum<G>(v); });
   }
 }
 
-// Longer rows: one block per row, VPT packs per thread, the row in registers.
-// Blocks of up to 512 threads, two per SM. kThree: blocks of at most 384 threads
-// held to 56 registers, so that three fit per SM (see launch_block).
-template <class T, int VPT, bool kAligned, bool kThree = false>
-__global__ void __launch_bounds__(kThree ? kThreeBlockThreads : kMaxBlockThreads, kThree ? 3 : 2)
+// Longer rows: one block per row, VPT packs per thread, the row in registers,
+// at most 512 threads. How the blocks fit on an SM (launch_block picks):
+//   kTwo:   two blocks per SM, 64 registers. With up to 4 packs a thread the
+//           weight is loaded early: a launch of a few rows waits on latency.
+//   kThree: fp32 blocks of 257-384 threads held to 56 registers, three per SM.
+//   kDense: many rows of 4 aligned packs a thread. The weight is loaded after
+//           the reduction, and the kernel is held to 32 registers (fp32) or 40
+//           (16-bit): the registers of 2,048 or 1,536 threads per SM, where kTwo
+//           fills 1,024. H200, 256 MiB, % of a copy against kTwo in the same
+//           rounds: fp32 1,024 / 2,048 / 4,096 columns 100.4 / 99.8 / 99.2
+//           against 98.4 / 98.2 / 97.7; fp16 8,192 99.2 against 97.9; bf16
+//           8,192 98.7 against 97.8. For 32 rows of 8,192 floats it was 4.4 us
+//           against 3.2: there the early weight wins.
+enum class Fit { kTwo, kThree, kDense };
+
+template <class T, Fit F>
+constexpr int kBlocksPerSm = F == Fit::kTwo ? 2 : F == Fit::kThree ? 3 : sizeof(T) == 4 ? 4 : 3;
+
+template <class T, int VPT, bool kAligned, Fit F = Fit::kTwo>
+__global__ void __launch_bounds__(F == Fit::kThree ? kThreeBlockThreads : kMaxBlockThreads, kBlocksPerSm<T, F>)
 rmsnorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
                      int64_t rows, int cols, float inv_cols, float eps) {
+  constexpr bool kEarly = F != Fit::kDense && VPT <= 4;
   __shared__ float slots[2][32];
   int parity = 0;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
-    normalize_row<T, VPT, kAligned>(x + row * cols, weight, y + row * cols, cols, inv_cols, eps, threadIdx.x,
-                                    blockDim.x, true, [&](float v) { return block_sum(v, slots, parity); });
+    normalize_row<T, VPT, kAligned, kEarly>(x + row * cols, weight, y + row * cols, cols, inv_cols, eps,
+                                            threadIdx.x, blockDim.x, true,
+                                            [&](float v) { return block_sum(v, slots, parity); });
   }
 }
 
@@ -480,7 +505,13 @@ void launch_block(int vpt, int threads, const T* x, const T* w, T* y, int64_t ro
   // fit and none spill (101%); the 16-bit kernels would spill at 56.
   if constexpr (sizeof(T) == 4) {
     if (vpt == 4 && threads > 256 && threads <= kThreeBlockThreads) {
-      rmsnorm_block_kernel<T, 4, kAligned, true><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+      rmsnorm_block_kernel<T, 4, kAligned, Fit::kThree><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+      return;
+    }
+  }
+  if constexpr (kAligned) {
+    if (vpt == 4 && rows > kFewRows) {
+      rmsnorm_block_kernel<T, 4, true, Fit::kDense><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
       return;
     }
   }
@@ -498,7 +529,10 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
   const int packs = cols / kPerPack<T>;  // whole packs in a row, an upper bound on its body
 
   if (packs <= 32 * kMaxGroupPacks) {  // short rows: several per block
-    const int g = packs <= 8 * kMaxGroupPacks ? 8 : packs <= 16 * kMaxGroupPacks ? 16 : 32;
+    // The fewest lanes (8, 16 or 32) that hold the row at up to 2 packs a lane
+    // for fp32 (see rmsnorm_rows_kernel), 4 for 16-bit types; 32 lanes take up to 4.
+    const int lane_packs = sizeof(T) == 4 ? 2 : kMaxGroupPacks;
+    const int g = packs <= 8 * lane_packs ? 8 : packs <= 16 * lane_packs ? 16 : 32;
     const int vpt = packs == 0 ? 1 : (packs + g - 1) / g;
     if (g == 8) launch_rows<T, 8, kAligned>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
     else if (g == 16) launch_rows<T, 16, kAligned>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
