@@ -8,8 +8,9 @@ A record looks like
               "results": [{"name", "ms", "gbps", "pct_sol", "spread", "copy_gbps",
                            "copy_spread", "flagged", "flag", "remeasured_after"}]}]}
 "pct_sol" is a result's bandwidth over "copy_gbps", the copy measured in the same
-rounds as that result (re-measured results carry the copy of their own rounds, and
-"remeasured_after" lists why each earlier attempt did not stand).
+rounds as that result. When any result of a case is re-measured, all of them are,
+so every result of a case comes from the same rounds; "remeasured_after" lists why
+each earlier attempt did not stand.
 """
 
 from __future__ import annotations
