@@ -69,8 +69,8 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
 // Measured:      % of a copy of the same bytes in the same rounds at 256 MiB moved, rows of
-//                128 to 16,384. NVIDIA H200 (copy ~3,750-4,000 GB/s; chapter notebook):
-//                fp16 97-100%, bf16 97-100%, fp32 97-103%. NVIDIA H100 (copy ~2,750-2,870
+//                128 to 16,384. NVIDIA H200 (copy ~3,770-3,960 GB/s; chapter notebook):
+//                fp16 98-101%, bf16 98-101%, fp32 98-103%. NVIDIA H100 (copy ~2,750-2,870
 //                GB/s; book/results/sweep-h100.json): fp16 98-101%, bf16 98-102%, fp32
 //                98-102%.
 
