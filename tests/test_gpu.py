@@ -110,12 +110,14 @@ def test_past_2_to_31_elements(kernel):
 
 
 def test_copy_kernel_is_exact():
+    # Bytes are bytes: 16-byte packs, then the last 1-15 bytes in the same launch.
     ops = load_bench()
-    for n in (1, 3, 4, 5, 1023, 4096 * 33 + 3, 1 << 24):
-        src = torch.randn(n, device="cuda")
-        dst = torch.full_like(src, float("nan"))
-        ops.copy(src, dst)
-        assert torch.equal(src, dst), n
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        for n in (1, 3, 4, 5, 7, 8, 9, 15, 1023, 4096 * 33 + 3, 1 << 24):
+            src = torch.randn(n, device="cuda").to(dtype)
+            dst = torch.full_like(src, float("nan"))
+            ops.copy(src, dst)
+            assert torch.equal(src, dst), (dtype, n)
 
 
 def test_copy_kernel_rejects_bad_buffers_by_name():
@@ -127,3 +129,5 @@ def test_copy_kernel_rejects_bad_buffers_by_name():
         ops.copy(src[1:], torch.empty(1023, device="cuda"))
     with pytest.raises(ValueError, match="dst must not share memory with src"):
         ops.copy(src, src)
+    with pytest.raises(TypeError, match="dst must be float32"):
+        ops.copy(src, torch.empty(1024, dtype=torch.float16, device="cuda"))

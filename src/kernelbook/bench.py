@@ -7,14 +7,19 @@ host's launch time (dynamo's guards, a Python wrapper, a busy CPU) never appears
 as kernel time, in eager mode or in CUDA-graph replay.
 
 Contenders are timed in interleaved rounds: each round times every contender
-once, the copy of the same bytes included, in a rotating order, so a slow
+once, the copy of the op's input included, in a rotating order, so a slow
 moment of the GPU hits them all alike. Large cases (at least BIG_BYTES moved) run
 call by call after writing a buffer twice the L2's size; small ones are captured
 in a CUDA graph over rotating input sets (more than 3x the L2) and replayed.
 
 Bandwidth counts the bytes an op must move: every input read once (weights
 included) and every output written once. "% of speed of light" is the op's
-bandwidth over the copy kernel's, for the same byte count in the same rounds.
+bandwidth over the copy kernel's in the same rounds, where the copy reads the
+op's own input and writes a fresh tensor of its size, allocated per call as the
+op allocates its output. The addresses matter: on an H100 (2026-11-23, 256 MiB
+moved, 30 rounds) the same copy kernel took 93.4 us between buffers of its own
+and 90.0 us from an op's input into the memory the op's output gets, a 3.7%
+gap that had let ops "beat" the copy.
 """
 
 from __future__ import annotations
@@ -68,7 +73,14 @@ def l2_bytes() -> int:
 
 
 class L2Flush:
-    """Writing a buffer twice the L2's size evicts whatever the last run left there."""
+    """Writing a buffer twice the L2's size evicts whatever the last run left there.
+
+    It leaves the L2 full of dirty lines, as a kernel inside a model finds it after
+    the previous kernel's writes: the timed op writes them back as it goes and
+    leaves its own output's last lines behind, so the bytes it pays for are its
+    own. A read-only flush (a clean L2) made every 256 MiB case on an H100 about
+    7% faster, the copy included, by letting up to an L2 of output stay unwritten
+    at the end event."""
 
     def __init__(self):
         self.buf = torch.empty(2 * l2_bytes() // 4, dtype=torch.float32, device="cuda")
@@ -209,39 +221,42 @@ def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, m
     return samples, gate.timed_out
 
 
-def copy_bytes(nbytes: int) -> int:
-    """What the copy of about `nbytes` really moves: whole floats, read and written."""
-    return 8 * max(4, nbytes // 8)
-
-
-def copy_contenders(nbytes: int) -> list[Contender]:
-    """The project's float4 copy kernel (the speed of light) and torch's copy_,
-    each moving copy_bytes(nbytes) (half read, half written)."""
+def copy_contenders(source: Callable[[int], torch.Tensor]) -> list[Contender]:
+    """The project's copy kernel (the speed of light) and torch's copy_, each
+    copying `source(k)`, the k-th input set's main tensor, into a fresh tensor
+    allocated per call, as the op allocates its output. Each moves
+    copy_moved(source(0)) bytes."""
     from .build import load_bench
 
     ops = load_bench()
-    n = copy_bytes(nbytes) // 8
-    pairs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-
-    def buffers(k):
-        if k not in pairs:
-            src = torch.randn(n, device="cuda")
-            pairs[k] = (src, torch.empty_like(src))
-        return pairs[k]
 
     def ours(k):
-        src, dst = buffers(k)
-        return lambda: ops.copy(src, dst)
+        src = source(k)
+        return lambda: ops.copy(src, torch.empty_like(src))
 
     def theirs(k):
-        src, dst = buffers(k)
-        return lambda: dst.copy_(src)
+        src = source(k)
+        return lambda: torch.empty_like(src).copy_(src)
 
     return [Contender(COPY, ours), Contender(TORCH_COPY, theirs)]
 
 
+def copy_moved(src: torch.Tensor) -> int:
+    """Bytes a copy of `src` moves: read once, written once."""
+    return 2 * src.numel() * src.element_size()
+
+
 def copy_speed_of_light(nbytes: int, reps: int = 30) -> tuple[Timing, Timing]:
-    """(ours, torch's) copy of `nbytes`, timed in interleaved rounds."""
-    moved = copy_bytes(nbytes)
-    samples, _ = time_round_robin(copy_contenders(nbytes), moved, reps)
+    """(ours, torch's) copy of about `nbytes` of floats (half read, half written),
+    timed in interleaved rounds."""
+    n = max(4, nbytes // 8)
+    sources: dict[int, torch.Tensor] = {}
+
+    def source(k):
+        if k not in sources:
+            sources[k] = torch.randn(n, device="cuda")
+        return sources[k]
+
+    moved = copy_moved(source(0))
+    samples, _ = time_round_robin(copy_contenders(source), moved, reps)
     return summarize(COPY, samples[COPY], moved), summarize(TORCH_COPY, samples[TORCH_COPY], moved)

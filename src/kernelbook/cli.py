@@ -131,7 +131,7 @@ def readme(args) -> int:
 
     record = results.load(args.results)
     table = (f"Measured on {results.device_line(record)}; GB/s counts bytes read + written, "
-             f"% is of the copy kernel's bandwidth on the same bytes in the same interleaved rounds; "
+             f"% is of the copy kernel's bandwidth copying the op's own input, in the same interleaved rounds; "
              f"'flagged' marks a measurement that stayed impossible or noisy after re-measuring.\n")
     for op, dtype in results.ladders(record):
         table += f"\n**{op} {dtype}**\n\n" + results.markdown_ladder(record, op, dtype) + "\n"

@@ -1,10 +1,10 @@
 """The benchmark ladder: for one op in one dtype, every stage that computes it
 (up to a chapter), torch eager, torch.compile and peers such as Liger, verified
-and then timed on the same shapes in one run, with the copy of the same bytes
+and then timed on the same shapes in one run, with the copy of the op's input
 in the same interleaved rounds. The result is a results record.
 
 A measurement is kept as a plain number only if it is possible and steady:
-- impossible: faster than the copy of the same bytes by more than the copy's
+- impossible: faster than the copy of the op's input by more than the copy's
   own round-to-round spread;
 - noisy: its own spread, (p90 - p10) / median over the rounds, above
   bench.SPREAD_LIMIT (the rule is bench.judge).
@@ -73,7 +73,7 @@ def verify_stages(op: Op, dtype: torch.dtype, stages: list[Stage], record: dict 
 def run_case(op: Op | str, dtype, shape, calls: dict[str, Callable], with_torch: bool = True,
              reps: int = 30) -> dict:
     """Time every call (plus torch's and peers' when `with_torch`) on `shape`,
-    interleaved with the copy of the same bytes; re-measure and flag as above."""
+    interleaved with the copy of its input; re-measure and flag as above."""
     op, dtype = get_op(op), dtype_of(dtype)
     shape = tuple(shape)
     nbytes = op.nbytes(shape, dtype)
@@ -85,17 +85,20 @@ def run_case(op: Op | str, dtype, shape, calls: dict[str, Callable], with_torch:
         fns.update(op.contenders())
     inputs: dict[int, dict] = {}
 
+    def input_set(k):
+        if k not in inputs:
+            inputs[k] = op.make_inputs(shape, dtype, "cuda")
+        return inputs[k]
+
     def maker(fn):
         def make_call(k):
-            if k not in inputs:
-                inputs[k] = op.make_inputs(shape, dtype, "cuda")
-            inp = inputs[k]
+            inp = input_set(k)
             return lambda: fn(inp)
         return make_call
 
-    copies = bench.copy_contenders(nbytes)
+    copies = bench.copy_contenders(lambda k: input_set(k)["x"])  # the op's own input, into a fresh output
     todo = [bench.Contender(name, maker(fn)) for name, fn in fns.items()]
-    copy_bytes = bench.copy_bytes(nbytes)
+    copy_bytes = bench.copy_moved(input_set(0)["x"])
     entries: dict[str, dict] = {}
     case = {"op": op.name, "dtype": dtype_name(dtype), "shape": list(shape), "rows": math.prod(shape[:-1]),
             "cols": shape[-1], "bytes": nbytes, "mode": mode, "attempts": 0}

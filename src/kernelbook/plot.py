@@ -31,7 +31,7 @@ def ladder(record: dict, cols: int | None = None, mode: str = "eager+flush", op:
     ax.set_yticks(range(len(rs)), [r["name"] for r in rs])
     ax.axvline(100, color="black", lw=1, ls="--")
     ax.set_xlim(0, 130)
-    ax.set_xlabel(f"% of copy bandwidth ({case['copy']['gbps']:.0f} GB/s, same bytes, same rounds)")
+    ax.set_xlabel(f"% of copy bandwidth ({case['copy']['gbps']:.0f} GB/s, copying its input, same rounds)")
     shape_txt = "×".join(map(str, case["shape"]))
     ax.set_title(f"{case['op']} {shape_txt} {case['dtype']} — {device_line(record)}", fontsize=9)
     fig.tight_layout()
@@ -41,7 +41,7 @@ def ladder(record: dict, cols: int | None = None, mode: str = "eager+flush", op:
 def bandwidth(record: dict, op: str | None = None, dtype: str | None = None, mode: str = "eager+flush"):
     """GB/s of every contender across the cases of one op and dtype (the record's
     first by default), against row length where it varies, else bytes moved; the
-    copy of the same bytes as a dashed line."""
+    copy of its input as a dashed line."""
     op, dtype = (op, dtype) if op and dtype else ladders(record)[0]
     cases = [c for c in record["cases"] if c["op"] == op and c["dtype"] == dtype and c["mode"] == mode]
     by_cols = len({c["cols"] for c in cases}) > 1

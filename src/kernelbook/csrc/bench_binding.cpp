@@ -8,14 +8,13 @@
 #include "checks.h"
 #include "library.h"
 
-cudaError_t copy_float4_forward(const float* src, float* dst, int64_t n, cudaStream_t stream);
+cudaError_t copy_bytes_forward(const void* src, void* dst, int64_t nbytes, cudaStream_t stream);
 cudaError_t gate_wait_forward(int* state, int ticket, int64_t timeout_ns, cudaStream_t stream);
 
 namespace {
 
 at::Tensor& copy(const at::Tensor& src, at::Tensor& dst) {
   using namespace kernelbook;
-  check_dtype(src, "src", at::kFloat);
   TORCH_CHECK_VALUE(src.is_cuda(), "src must be a CUDA tensor, got device ", src.device().str());
   check_contiguous(src, "src");
   check_out(dst, src, "dst", "src");
@@ -23,8 +22,8 @@ at::Tensor& copy(const at::Tensor& src, at::Tensor& dst) {
                         reinterpret_cast<std::uintptr_t>(dst.data_ptr()) % 16 == 0,
                     "copy needs 16-byte aligned src and dst");
   c10::cuda::CUDAGuard guard(src.device());
-  const cudaError_t err = copy_float4_forward(src.data_ptr<float>(), dst.data_ptr<float>(), src.numel(),
-                                              c10::cuda::getCurrentCUDAStream().stream());
+  const cudaError_t err = copy_bytes_forward(src.data_ptr(), dst.data_ptr(), static_cast<int64_t>(src.nbytes()),
+                                             c10::cuda::getCurrentCUDAStream().stream());
   TORCH_CHECK(err == cudaSuccess, "copy launch failed: ", cudaGetErrorString(err));
   return dst;
 }
