@@ -4,11 +4,12 @@ A record looks like
   {"schema": 2, "environment": {...device, versions, date, commit...},
    "verification": [{"stage", "op", "dtype", "shapes", "max_rel_err"}],
    "cases": [{"op", "dtype", "shape", "rows", "cols", "bytes", "mode", "attempts",
-              "copy": {"ms", "gbps", "spread"}, "torch_copy": {"ms", "gbps", "spread"},
+              "copy": {"ms", "gbps", "spread", "of"}, "torch_copy": {"ms", "gbps", "spread"},
               "results": [{"name", "ms", "gbps", "pct_sol", "spread", "copy_gbps",
                            "copy_spread", "flagged", "flag", "remeasured_after"}]}]}
 "pct_sol" is a result's bandwidth over "copy_gbps", the copy measured in the same
-rounds as that result. When any result of a case is re-measured, all of them are,
+rounds as that result; the copy's "of" says what it copied: "op input" (the op's
+own input into a fresh output) or "own buffers" (see kernelbook.bench). When any result of a case is re-measured, all of them are,
 so every result of a case comes from the same rounds; "remeasured_after" lists why
 each earlier attempt did not stand.
 """
