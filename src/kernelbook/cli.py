@@ -131,7 +131,7 @@ def readme(args) -> int:
 
     record = results.load(args.results)
     table = (f"Measured on {results.device_line(record)}; GB/s counts bytes read + written, "
-             f"% is of the copy kernel's bandwidth copying the op's own input, in the same interleaved rounds; "
+             f"% is of the copy kernel's bandwidth in the same interleaved rounds (it copies the op's own input into a fresh output, or, where a weight is a visible share of the bytes, the same byte count); "
              f"'flagged' marks a measurement that stayed impossible or noisy after re-measuring.\n")
     for op, dtype in results.ladders(record):
         table += f"\n**{op} {dtype}**\n\n" + results.markdown_ladder(record, op, dtype) + "\n"
