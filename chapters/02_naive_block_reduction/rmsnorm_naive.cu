@@ -16,9 +16,10 @@
 // elements are fine. x, weight and y must be contiguous; y must not alias x.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_naive.cu
-// Measured:      % of a copy of the same bytes in the same rounds, fp32, 256 MiB moved,
-//                rows of 1,024 / 4,096 / 8,192 / 16,384 floats (book/results/ladder*.json):
-//                NVIDIA H200 81%, 87%, 69%, 65%; NVIDIA H100 94%, 81%, 70%, 67%.
+// Measured:      % of the copy of x in the same rounds (kernelbook.bench), fp32, 256 MiB
+//                moved, rows of 1,024 / 4,096 / 8,192 / 16,384 floats (2026-11-23,
+//                book/results/ladder*.json): NVIDIA H200 82%, 84%, 68%, 64%;
+//                NVIDIA H100 94%, 71%, 68%, 65%.
 
 #include <cuda_runtime.h>
 #include <cstdint>

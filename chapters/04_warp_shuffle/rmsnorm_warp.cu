@@ -21,9 +21,10 @@
 // offsets are 64-bit. x, weight and y must be contiguous; y must not alias x.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_warp.cu
-// Measured:      % of a copy of the same bytes in the same rounds, fp32, 256 MiB moved,
-//                rows of 1,024 / 4,096 / 8,192 / 16,384 floats (book/results/ladder*.json):
-//                NVIDIA H200 82%, 96%, 91%, 71%; NVIDIA H100 96%, 100%, 97%, 81%.
+// Measured:      % of the copy of x in the same rounds (kernelbook.bench), fp32, 256 MiB
+//                moved, rows of 1,024 / 4,096 / 8,192 / 16,384 floats (2026-11-23,
+//                book/results/ladder*.json): NVIDIA H200 84%, 95%, 89%, 70%;
+//                NVIDIA H100 97%, 97%, 95%, 79%.
 
 #include <cuda_runtime.h>
 #include <cstdint>

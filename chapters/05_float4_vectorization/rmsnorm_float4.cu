@@ -26,9 +26,10 @@
 // offsets are 64-bit. x, weight and y must be contiguous; y must not alias x.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_float4.cu
-// Measured:      % of a copy of the same bytes in the same rounds, fp32, 256 MiB moved,
-//                rows of 1,024 / 4,096 / 8,192 / 16,384 floats (book/results/ladder*.json):
-//                NVIDIA H200 99%, 99%, 98%, 96%; NVIDIA H100 100%, 101%, 100%, 101%.
+// Measured:      % of the copy of x in the same rounds (kernelbook.bench), fp32, 256 MiB
+//                moved, rows of 1,024 / 4,096 / 8,192 / 16,384 floats (2026-11-23,
+//                book/results/ladder*.json): NVIDIA H200 100%, 98%, 97%, 95%;
+//                NVIDIA H100 101%, 100%, 100%, 99%.
 
 #include <cuda_runtime.h>
 #include <cstdint>
