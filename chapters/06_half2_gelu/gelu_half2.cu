@@ -57,12 +57,12 @@
 // written, by the same thread), but must not otherwise overlap x.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c gelu_half2.cu
-// Measured:      pack kernel, % of a copy of the same bytes in the same rounds, rows of 4,096
-//                at 256 MiB / 1 GiB moved. NVIDIA H200 (copy ~3,960 / 4,230 GB/s; chapter
-//                notebook): erf form fp16 95% / 97%, bf16 96% / 97%, fp32 100% / 99%; tanh
-//                form fp16 97% / 98%, bf16 97% / 98%, fp32 100% / 99%. NVIDIA H100 (copy
-//                ~2,870 / 2,990 GB/s; book/results/ladder.json), erf form: 98.0-99.7% in
-//                every dtype.
+// Measured:      pack kernel, % of the copy of x in the same rounds (kernelbook.bench), rows
+//                of 4,096 at 256 MiB / 1 GiB moved, 2026-11-23. NVIDIA H200 (copy ~3,960-
+//                4,000 / 4,200-4,240 GB/s; chapter notebook): erf form fp16 97% / 97%, bf16
+//                96% / 97%, fp32 98% / 100%; tanh form fp16 97% / 98%, bf16 97% / 98%, fp32
+//                99% / 99%. NVIDIA H100 (copy ~2,850-2,870 / 2,990 GB/s;
+//                book/results/ladder.json), erf form: 98.6-99.9% in every dtype.
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>

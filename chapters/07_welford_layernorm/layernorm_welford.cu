@@ -75,12 +75,12 @@
 // inf in a row makes that row NaN and no other.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
-// Measured:      Welford, % of a copy of the same bytes in the same rounds at 256 MiB moved,
-//                rows of 1,024 / 4,096 / 16,384. NVIDIA H100 (copy ~2,845-2,870 GB/s;
-//                book/results/ladder.json): fp32 99 / 101 / 99%, fp16 99 / 100 / 99%, bf16
-//                98 / 101 / 99%. NVIDIA H200 (copy ~3,910-4,000 GB/s; chapter notebook): fp32
-//                98 / 98 / 94%, fp16 95 / 96 / 93%, bf16 96 / 95 / 93%.
-//                65,536-column rows (streaming, x read twice): 60-64% on the H200.
+// Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
+//                moved, rows of 1,024 / 4,096 / 16,384, 2026-11-23. NVIDIA H100 (copy
+//                ~2,860-2,970 GB/s; book/results/ladder.json): fp32 99 / 98 / 96%, fp16
+//                98 / 98 / 97%, bf16 99 / 98 / 97%. NVIDIA H200 (copy ~3,920-4,050 GB/s;
+//                chapter notebook): fp32 98 / 96 / 93%, fp16 96 / 96 / 93%, bf16 96 / 94 / 92%.
+//                65,536-column rows (streaming, x read twice): 59-63% on the H200.
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>

@@ -68,12 +68,11 @@
 // compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
-// Measured:      % of a copy of the same bytes in the same rounds at 256 MiB moved, rows of
-//                128 to 16,384. NVIDIA H200 (copy ~3,770-3,960 GB/s; chapter notebook):
-//                fp16 98-101%, bf16 98-101%, fp32 98-103%. NVIDIA H100:
-//                book/results/sweep-h100.json and the book table predate the dense fit
-//                (Fit::kDense); with it, rows of 2,048 to 16,384 time 2-5% faster than
-//                the copy there, which the ladder flags: no claim until that is explained.
+// Measured:      % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB moved,
+//                rows of 128 to 16,384, 2026-11-23. NVIDIA H200 (copy ~3,900-4,090 GB/s;
+//                chapter notebook): fp16 95-99%, bf16 95-99%, fp32 96-100%. NVIDIA H100
+//                (copy ~2,850-2,960 GB/s; book/results/sweep-h100.json): fp16 98-100%,
+//                bf16 98-101%, fp32 98-100%.
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
