@@ -81,9 +81,9 @@ class L2Flush:
     It leaves the L2 full of dirty lines, as a kernel inside a model finds it after
     the previous kernel's writes: the timed op writes them back as it goes and
     leaves its own output's last lines behind, so the bytes it pays for are its
-    own. A read-only flush (a clean L2) made every 256 MiB case on an H100 about
-    7% faster, the copy included, by letting up to an L2 of output stay unwritten
-    at the end event."""
+    own. A read-only flush (a clean L2) made the 256 MiB cases on an H100 5-7%
+    faster, the copy included (it lets up to an L2 of output stay unwritten at
+    the end event), and by different amounts for different kernels."""
 
     def __init__(self):
         self.buf = torch.empty(2 * l2_bytes() // 4, dtype=torch.float32, device="cuda")
