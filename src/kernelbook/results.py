@@ -9,9 +9,10 @@ A record looks like
                            "copy_spread", "flagged", "flag", "remeasured_after"}]}]}
 "pct_sol" is a result's bandwidth over "copy_gbps", the copy measured in the same
 rounds as that result; the copy's "of" says what it copied: "op input" (the op's
-own input into a fresh output) or "own buffers" (see kernelbook.bench). When any result of a case is re-measured, all of them are,
-so every result of a case comes from the same rounds; "remeasured_after" lists why
-each earlier attempt did not stand.
+own input into a fresh output) or "own buffers" (see kernelbook.bench). When any
+result of a case is re-measured, all of them are, so every result of a case comes
+from the same rounds; "remeasured_after" lists why each earlier attempt did not
+stand.
 """
 
 from __future__ import annotations
