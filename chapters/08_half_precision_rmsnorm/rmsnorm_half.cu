@@ -204,6 +204,8 @@ __device__ __forceinline__ int alignment_of(const void* p) {
 // (LDG.E.128.CONSTANT); for a launch of a few rows, whose time is the latency of
 // its loads, the ordinary one was faster (H200, % of a copy in the same rounds,
 // fp32 rows of 4,096: 32 rows 79.2 against 78.0, 256 rows 88.9 against 88.0).
+// The kernels that load the weight early (few rows, short rows) use it
+// (kPlain); the others keep the read-only path.
 // Not volatile: the compiler may still schedule it like any other load.
 __device__ __forceinline__ uint4 load_global(const void* p) {
   uint4 v;
@@ -211,9 +213,9 @@ __device__ __forceinline__ uint4 load_global(const void* p) {
   return v;
 }
 
-template <class T>
+template <bool kPlain = false, class T>
 __device__ __forceinline__ uint4 load_pack(const T* p, int align) {
-  if (align >= 16) return load_global(p);
+  if (align >= 16) return kPlain ? load_global(p) : __ldg(reinterpret_cast<const uint4*>(p));
   if (align == 8) {
     const uint2* q = reinterpret_cast<const uint2*>(p);
     const uint2 a = __ldg(q), b = __ldg(q + 1);
@@ -348,13 +350,13 @@ __device__ __forceinline__ void normalize_row(const T* __restrict__ xr, const T*
   for (int k = 0; k < VPT; ++k) {
     const int i = tid + k * nthreads;
     if constexpr (kZeroSlots) xv[k] = make_uint4(0u, 0u, 0u, 0u);
-    if (i < body) xv[k] = load_pack(xb + i * N, kPackBytes);
+    if (i < body) xv[k] = load_pack<kEarlyWeight>(xb + i * N, kPackBytes);
   }
   if constexpr (kEarlyWeight) {
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
       const int i = tid + k * nthreads;
-      if (i < body) wv[k] = load_pack(wb + i * N, w_align);
+      if (i < body) wv[k] = load_pack<kEarlyWeight>(wb + i * N, w_align);
     }
   }
   const int tail_at = head + body * N + tid;
