@@ -403,10 +403,14 @@ __device__ __forceinline__ void normalize_row(const T* __restrict__ xr, const T*
 // finer grain than a 256-thread one, so fewer thread slots sit idle while the
 // last rows of a block finish (H200, 256 MiB, % of a copy with 64 against 256
 // threads in the same rounds: fp32 128 columns 99.1 / 97.2, 512 columns 99.5 /
-// 98.1; bf16 769 columns 96.0 / 95.2). fp32 lanes of at most 2 aligned packs are
-// held to 32 registers: 32 blocks per SM, every thread slot filled.
+// 98.1; bf16 769 columns 96.0 / 95.2). Threads per SM asked for, and the
+// registers that leaves a thread: 2,048 (every slot, 32) for fp32 lanes of at
+// most 2 aligned packs, 1,024 (64) for up to 3 packs, 768 (80) for 4.
+template <class T, int VPT, bool kAligned>
+constexpr int kRowsThreadsPerSm = kAligned && sizeof(T) == 4 && VPT <= 2 ? 2048 : VPT <= 3 ? 1024 : 768;
+
 template <class T, int G, int VPT, bool kAligned>
-__global__ void __launch_bounds__(kRowsBlockThreads, kAligned && sizeof(T) == 4 && VPT <= 2 ? 32 : VPT <= 3 ? 16 : 12)
+__global__ void __launch_bounds__(kRowsBlockThreads, kRowsThreadsPerSm<T, VPT, kAligned> / kRowsBlockThreads)
 rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
                     int64_t rows, int cols, float inv_cols, float eps) {
   constexpr int kRowsPerBlock = kRowsBlockThreads / G;
