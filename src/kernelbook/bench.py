@@ -250,21 +250,22 @@ def copy_moved(src: torch.Tensor) -> int:
 
 
 def copy_sources(nbytes: int) -> Callable[[int], torch.Tensor]:
-    """k -> the k-th buffer of floats whose copy moves about `nbytes`, for a copy
-    that does not run on an op's own memory."""
+    """k -> the k-th buffer of random bytes whose copy moves `nbytes` (every op
+    moves an even count; at least 32), for a copy that does not run on an op's
+    own memory."""
     sources: dict[int, torch.Tensor] = {}
 
     def source(k):
         if k not in sources:
-            sources[k] = torch.randn(max(4, nbytes // 8), device="cuda")
+            sources[k] = torch.randint(0, 256, (max(16, nbytes // 2),), dtype=torch.uint8, device="cuda")
         return sources[k]
 
     return source
 
 
 def copy_speed_of_light(nbytes: int, reps: int = 30) -> tuple[Timing, Timing]:
-    """(ours, torch's) copy of about `nbytes` (half read, half written), timed
-    in interleaved rounds."""
+    """(ours, torch's) copy of `nbytes` (half read, half written), timed in
+    interleaved rounds."""
     source = copy_sources(nbytes)
     moved = copy_moved(source(0))
     samples, _ = time_round_robin(copy_contenders(source), moved, reps)
