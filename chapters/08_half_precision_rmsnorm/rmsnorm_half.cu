@@ -39,7 +39,8 @@
 // Paths, picked per launch from the row length (P = whole 16-byte packs per row):
 //   * P <= 128 (up to 1,031 halves or 515 floats): G = 8, 16 or 32 lanes per row
 //     (the fewest that hold the row in <= 4 packs a lane), 64 threads, 64 / G
-//     rows per block; shuffle reduction within the G lanes.
+//     rows per block; shuffle reduction within the G lanes. Aligned fp32 rows:
+//     32-thread blocks, each group of G lanes taking two rows at once.
 //   * P <= 4,096 (32,768 halves or 16,384 floats, plus a partial pack): one block
 //     per row, the row in registers. VPT packs per thread and a block of P / VPT
 //     threads rounded up to a warp, at most 512: VPT starts at 4 (2 for at most 256
@@ -64,7 +65,7 @@
 // must not alias x. rows <= 0 or cols <= 0: nothing to do. Rows past 4,096 packs
 // take the streaming path (x read twice), one block of 512 threads per row: fine
 // for many rows, slow for a handful of very long ones. Inputs must be finite with
-// a finite fp32 sum of squares (|x| below about 1e19). 98 kernels: 10-17 s to
+// a finite fp32 sum of squares (|x| below about 1e19). 90 kernels: 10-17 s to
 // compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
@@ -84,7 +85,6 @@
 namespace {
 
 constexpr int kPackBytes = 16;
-constexpr int kRowsBlockThreads = 64;    // block size of the several-rows-per-block path
 constexpr int kMaxBlockThreads = 512;    // one-row-per-block paths: block size limit
 constexpr int kThreeBlockThreads = 384;  // fp32 blocks of 257-384 threads: three per SM
 constexpr int kMaxGroupPacks = 4;        // several-rows path: at most 4 packs per lane
@@ -395,35 +395,107 @@ __device__ __forceinline__ void normalize_row(const T* __restrict__ xr, const T*
   }
 }
 
-// Short rows: a group of G lanes per row, 64 / G rows per block, no barrier.
-// The groups of one warp take consecutive rows and leave the row loop together
-// (the loop tests the warp's first row), so every full-warp shuffle has all 32
-// lanes; a group past the last row just contributes zeros.
+// R rows of an aligned launch at once, rows row, row + step, ... (those past the
+// last row read zeros and store nothing), with the thread's weight packs wv
+// already loaded: every load of the R rows goes out before the first reduction,
+// and the R reductions are independent shuffle chains.
+template <class T, int VPT, int R, class RowSum>
+__device__ __forceinline__ void normalize_rows(const T* __restrict__ x, const uint4 (&wv)[VPT], T* __restrict__ y,
+                                               int64_t rows, int64_t row, int step, int cols, float inv_cols,
+                                               float eps, int tid, int nthreads, RowSum row_sum) {
+  constexpr int N = kPerPack<T>;
+  const int body = cols / N;
+  uint4 xv[R][VPT];
+#pragma unroll
+  for (int j = 0; j < R; ++j) {
+    const int64_t r = row + j * step;
+    const T* xr = x + (r < rows ? r : rows - 1) * cols;  // keep the pointers inside the tensor
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int i = tid + k * nthreads;
+      xv[j][k] = make_uint4(0u, 0u, 0u, 0u);
+      if (r < rows && i < body) xv[j][k] = load_pack<true>(xr + i * N, kPackBytes);
+    }
+  }
+  float inv_rms[R];
+#pragma unroll
+  for (int j = 0; j < R; ++j) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) sum += sum_squares<T>(xv[j][k]);
+    inv_rms[j] = sum;
+  }
+#pragma unroll
+  for (int j = 0; j < R; ++j) inv_rms[j] = rsqrtf(row_sum(inv_rms[j]) * inv_cols + eps);
+#pragma unroll
+  for (int j = 0; j < R; ++j) {
+    const int64_t r = row + j * step;
+    if (r < rows) {
+#pragma unroll
+      for (int k = 0; k < VPT; ++k) {
+        const int i = tid + k * nthreads;
+        if (i < body) store_pack(y + r * cols + i * N, normalize<T>(xv[j][k], inv_rms[j], wv[k]), kPackBytes);
+      }
+    }
+  }
+}
+
+// Short rows: a group of G lanes per row, no barrier. The groups of one warp
+// take consecutive rows and leave the row loop together (the loop tests the
+// warp's first row), so every full-warp shuffle has all 32 lanes; a group past
+// the last row just contributes zeros.
 // Blocks of 64 threads (2 to 8 rows): a block is retired and replaced at a
 // finer grain than a 256-thread one, so fewer thread slots sit idle while the
 // last rows of a block finish (H200, 256 MiB, % of a copy with 64 against 256
 // threads in the same rounds: fp32 128 columns 99.1 / 97.2, 512 columns 99.5 /
 // 98.1; bf16 769 columns 96.0 / 95.2). Threads per SM asked for, and the
-// registers that leaves a thread: 2,048 (every slot, 32) for fp32 lanes of at
-// most 2 aligned packs, 1,024 (64) for up to 3 packs, 768 (80) for 4.
+// registers that leaves a thread: 1,024 (64) for up to 3 packs a lane, 768 (80)
+// for 4.
+// Aligned fp32 rows go two at a time per group (normalize_rows), in blocks of
+// one warp, 32 per SM (the most an SM holds; 64 registers a thread). That is the
+// shape torch.compile's kernel takes for 512 floats, and it was faster there
+// (H200, 65,536 x 512 floats, % of a copy in the same rounds: 98.4 one row at a
+// time in 64-thread blocks, 98.8 in 32-thread blocks, 99.9 two rows in 32-thread
+// blocks at 768 threads per SM, 100.4 at 1,024; 128 floats: 99.2 against 99.1).
+// 16-bit rows gained nothing from it (fp16 128 columns: 99.1 one row at a time,
+// 98.2 two), so they keep one row per group.
+template <class T, bool kAligned>
+constexpr int kRowsAtOnce = kAligned && sizeof(T) == 4 ? 2 : 1;
+template <class T, bool kAligned>
+constexpr int kRowsBlockThreads = kRowsAtOnce<T, kAligned> > 1 ? 32 : 64;
 template <class T, int VPT, bool kAligned>
-constexpr int kRowsThreadsPerSm = kAligned && sizeof(T) == 4 && VPT <= 2 ? 2048 : VPT <= 3 ? 1024 : 768;
+constexpr int kRowsThreadsPerSm = kRowsAtOnce<T, kAligned> > 1 || VPT <= 3 ? 1024 : 768;
 
 template <class T, int G, int VPT, bool kAligned>
-__global__ void __launch_bounds__(kRowsBlockThreads, kRowsThreadsPerSm<T, VPT, kAligned> / kRowsBlockThreads)
+__global__ void __launch_bounds__(kRowsBlockThreads<T, kAligned>,
+                                  kRowsThreadsPerSm<T, VPT, kAligned> / kRowsBlockThreads<T, kAligned>)
 rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
                     int64_t rows, int cols, float inv_cols, float eps) {
-  constexpr int kRowsPerBlock = kRowsBlockThreads / G;
+  constexpr int R = kRowsAtOnce<T, kAligned>;
+  constexpr int kGroups = kRowsBlockThreads<T, kAligned> / G;
   constexpr int kGroupsPerWarp = 32 / G;
   const int lane = threadIdx.x % G;
   const int group = threadIdx.x / G;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * kRowsPerBlock;
-  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + group;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kGroups * R;
+  auto row_sum = [](float v) { return group_sum<G>(v); };
+  uint4 wv[R > 1 ? VPT : 1];  // the weight packs of a lane, loaded once (two-row path)
+  if constexpr (R > 1) {
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int i = lane + k * G;
+      if (i < cols / kPerPack<T>) wv[k] = load_pack<true>(weight + i * kPerPack<T>, kPackBytes);
+    }
+  }
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kGroups * R + group;
        row - group % kGroupsPerWarp < rows; row += stride) {
-    const bool active = row < rows;
-    const int64_t r = active ? row : rows - 1;  // keep the pointers inside the tensor
-    normalize_row<T, VPT, kAligned, true>(x + r * cols, weight, y + r * cols, cols, inv_cols, eps, lane, G,
-                                          active, [](float v) { return group_sum<G>(v); });
+    if constexpr (R > 1) {
+      normalize_rows<T, VPT, R>(x, wv, y, rows, row, kGroups, cols, inv_cols, eps, lane, G, row_sum);
+    } else {
+      const bool active = row < rows;
+      const int64_t r = active ? row : rows - 1;  // keep the pointers inside the tensor
+      normalize_row<T, VPT, kAligned, true>(x + r * cols, weight, y + r * cols, cols, inv_cols, eps, lane, G,
+                                            active, row_sum);
+    }
   }
 }
 
@@ -519,13 +591,28 @@ unsigned grid_for(int64_t work_items) {
 template <class T, int G, bool kAligned>
 void launch_rows(int vpt, const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols, float eps,
                  cudaStream_t s) {
-  constexpr int kRowsPerBlock = kRowsBlockThreads / G;
+  constexpr int kThreads = kRowsBlockThreads<T, kAligned>;
+  constexpr int kRowsPerBlock = kThreads / G * kRowsAtOnce<T, kAligned>;
   const unsigned grid = grid_for((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  if constexpr (sizeof(T) == 4 && G < 32) {
+    // fp32 groups of 8 or 16 lanes hold at most 2 packs a lane (launch_in_registers);
+    // their 3- and 4-pack kernels are not built (two rows of those spill).
+    if (vpt > 2) {
+      launch_rows<T, 32, kAligned>((cols / kPerPack<T> + 31) / 32, x, w, y, rows, cols, inv_cols, eps, s);
+      return;
+    }
+  }
   switch (vpt) {
-    case 1: rmsnorm_rows_kernel<T, G, 1, kAligned><<<grid, kRowsBlockThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
-    case 2: rmsnorm_rows_kernel<T, G, 2, kAligned><<<grid, kRowsBlockThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
-    case 3: rmsnorm_rows_kernel<T, G, 3, kAligned><<<grid, kRowsBlockThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
-    default: rmsnorm_rows_kernel<T, G, 4, kAligned><<<grid, kRowsBlockThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    case 1: rmsnorm_rows_kernel<T, G, 1, kAligned><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    case 2: rmsnorm_rows_kernel<T, G, 2, kAligned><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    case 3:
+      if constexpr (sizeof(T) != 4 || G == 32)
+        rmsnorm_rows_kernel<T, G, 3, kAligned><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+      break;
+    default:
+      if constexpr (sizeof(T) != 4 || G == 32)
+        rmsnorm_rows_kernel<T, G, 4, kAligned><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+      break;
   }
 }
 
