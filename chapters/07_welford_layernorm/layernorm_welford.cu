@@ -77,9 +77,10 @@
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
 //                moved, rows of 1,024 / 4,096 / 16,384, 2026-11-23. NVIDIA H100 (copy
-//                ~2,850-2,970 GB/s; book/results/ladder.json): fp32 100 / 98 / 96%, fp16
-//                98 / 98 / 97%, bf16 99 / 98 / 96%. NVIDIA H200 (copy ~3,890-4,020 GB/s;
-//                chapter notebook): fp32 98 / 97 / 94%, fp16 97 / 96 / 93%, bf16 97 / 94 / 92%.
+//                ~2,850-2,990 GB/s; book/results/ladder.json): fp32 99.5 / 98.7 / 96.4%,
+//                fp16 98.0 / 98.0 / 96.5%, bf16 99.0 / 97.9 / 96.5%. NVIDIA H200 (copy
+//                ~3,890-4,020 GB/s; chapter notebook): fp32 98 / 97 / 94%, fp16 97 / 96 /
+//                93%, bf16 97 / 94 / 92%.
 //                65,536-column rows (streaming, x read twice): 59-63% on the H200.
 
 #include <cuda_runtime.h>
