@@ -15,8 +15,9 @@
 //     a half row moves twice the elements per instruction of a float row.
 //   * Several rows per block for short rows. One block per row of 128 halves leaves
 //     most of the block idle and spends a barrier on 256 bytes; here a group of
-//     8, 16 or 32 lanes owns a row, a 64-thread block holds 2 to 8 rows, and the
-//     row's sum is a shuffle within the group, with no __syncthreads.
+//     8, 16 or 32 lanes owns a row (aligned fp32: two rows at once), a block of 64
+//     threads (32 for aligned fp32) holds 2 to 8 rows, and the row's sum is a
+//     shuffle within the group, with no __syncthreads.
 //   * Peeled heads and tails. Chapter 05 took a scalar path for a whole launch as
 //     soon as one row was misaligned. With 769 halves per row, row r starts at byte
 //     1538 r, so each row's first 16-byte boundary is somewhere else. Every row is
