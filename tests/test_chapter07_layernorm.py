@@ -115,3 +115,32 @@ def test_short_power_of_two_rows_with_partial_warps(ops, method, dtype, cols):
         plain = ops.layer_norm(x, None, None, OP.eps, method)
         OP.check(plain, reference.layer_norm(x, torch.ones_like(w), torch.zeros_like(b), OP.eps), dtype,
                  f"{rows} x {cols}, no weight or bias")
+
+
+@pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_many_rows_two_per_block(ops, method, dtype):
+    # At least 2,048 rows of 257 to 2,048 aligned vectors go two rows to a block.
+    # An odd row count leaves the last block one row; lengths that do and do not
+    # fill every thread's slots; weight and bias both, one, or none.
+    vec = 16 // torch.tensor([], dtype=dtype).element_size()
+    for nvec in (257, 512, 1024, 1500, 2048):
+        cols = nvec * vec
+        x = torch.randn(2049, cols, device="cuda").to(dtype)
+        w, b = (torch.rand(cols, device="cuda") + 0.5).to(dtype), torch.randn(cols, device="cuda").to(dtype)
+        ones, zeros = torch.ones_like(w), torch.zeros_like(b)
+        for wt, bt, rw, rb in ((w, b, w, b), (w, None, w, zeros), (None, None, ones, zeros)):
+            out = ops.layer_norm(x, wt, bt, OP.eps, method)
+            OP.check(out, reference.layer_norm(x, rw, rb, OP.eps), dtype,
+                     f"2,049 x {cols}, weight {wt is not None}, bias {bt is not None}")
+
+
+def test_row_pairs_past_the_grid_cap(ops):
+    # 131,073 rows: more pairs than the grid's 65,535 blocks, so blocks loop, and
+    # the last pair is a single row.
+    rows, cols = 131_073, 1032
+    x = torch.randn(rows, cols, device="cuda")
+    w, b = torch.rand(cols, device="cuda") + 0.5, torch.randn(cols, device="cuda")
+    out = ops.layer_norm(x, w, b, OP.eps, 0)
+    for part in (slice(0, 64), slice(131_040, rows)):
+        OP.check(out[part], reference.layer_norm(x[part], w, b, OP.eps), torch.float32, f"rows {part}")

@@ -62,7 +62,9 @@
 //     vectors each (launch_rows has the table and why); the row stays in
 //     registers between the statistics and the normalize, so x is read once.
 //     Weight and bias are read after the reduction: every row shares them, so
-//     they stay in L2, and they hold no registers across it.
+//     they stay in L2, and they hold no registers across it. Many rows of up
+//     to 2,048 aligned vectors go two to a block, and the two rows share each
+//     weight and bias load.
 //   * longer: a streaming fallback, 512 threads, reads x twice (Welford in the
 //     first pass, normalize in the second, usually from L2; method 1 reads it
 //     three times).
@@ -864,6 +866,68 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
   }
 }
 
+// Many rows of 1,025 to 16,384 columns: two rows per block, the same columns in
+// the same thread, THREADS x VPT vectors a row (the aligned path only). Each
+// weight and bias vector is then loaded and converted once for two rows: that
+// work is as much as the row's own per element, and halving it is what lifts
+// these lengths on an H200 (256 MiB, % of a copy in the same rounds, one row
+// against two per block: bf16 4,096 columns 93.5 -> 96.2, bf16 8,192 89.4 ->
+// 95.2, fp16 16,384 91.6 -> 93.6, fp32 4,096 96.6 -> 98.0). Its statistics are
+// the block kernel's, row after row; a block whose second row is past the end
+// computes a copy of its first and stores it once.
+template <typename T, int N, int THREADS, int VPT>
+__global__ void __launch_bounds__(THREADS, 1024 / THREADS)
+layernorm_row_pair_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                          T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps,
+                          int method) {
+  using P = Pack<T, N>;
+  constexpr int kWarps = THREADS / 32;
+  __shared__ float slots[2][3][kWarps];
+  BlockReduce<kWarps> red{slots, 0};
+  const int tid = threadIdx.x;
+  const bool has_affine = weight != nullptr && bias != nullptr;
+  const bool even = cols == static_cast<int64_t>(THREADS) * VPT * N;
+  const int nb = static_cast<int>(cols / N);
+  const int nk = tid < nb ? min(VPT, (nb - tid + THREADS - 1) / THREADS) : 0;
+  const float cols_f = static_cast<float>(cols);
+
+  for (int64_t row = 2 * static_cast<int64_t>(blockIdx.x); row < rows; row += 2 * static_cast<int64_t>(gridDim.x)) {
+    const bool two = row + 1 < rows;
+    const T* xa = x + row * cols;
+    const T* xb = two ? xa + cols : xa;
+    const P* xva = reinterpret_cast<const P*>(xa) + tid;
+    const P* xvb = reinterpret_cast<const P*>(xb) + tid;
+    P va[VPT], vb[VPT];
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      if (tid + k * THREADS < nb) {
+        va[k] = load_vec(xva + k * THREADS);
+        vb[k] = load_vec(xvb + k * THREADS);
+      }
+    }
+    const float sa = method == 2 ? 0.0f : to_float(xa[0]);  // "Shift" above
+    const float sb = method == 2 ? 0.0f : to_float(xb[0]);
+    const Norm na = row_stats(method, va, nk, false, 0.0f, sa, cols_f, inv_cols, eps, even, red);
+    const Norm nb_ = row_stats(method, vb, nk, false, 0.0f, sb, cols_f, inv_cols, eps, even, red);
+    P* yva = reinterpret_cast<P*>(y + row * cols) + tid;
+    P* yvb = two ? yva + cols / N : yva;
+    auto store = [&](auto both) {
+#pragma unroll
+      for (int k = 0; k < VPT; ++k) {
+        if (tid + k * THREADS < nb) {
+          float w[N], b[N];
+          load_affine<decltype(both)::value, T, N>(weight, bias, static_cast<int64_t>(tid + k * THREADS) * N, true,
+                                                   w, b);
+          store_vec(yva + k * THREADS, normalize_pack<T>(va[k], na, w, b));
+          if (two) store_vec(yvb + k * THREADS, normalize_pack<T>(vb[k], nb_, w, b));
+        }
+      }
+    };
+    if (has_affine) store(std::true_type{});
+    else store(std::false_type{});
+  }
+}
+
 // Rows too long for registers: x is read once for the statistics and once more
 // to normalize (three times for method 1); a block's row is usually still in L2
 // for the second read. kUnroll vectors are loaded before any is used, so several
@@ -1009,6 +1073,13 @@ cudaError_t launch_block(const Launch<T>& l) {
   return cudaGetLastError();
 }
 
+template <typename T, int N, int THREADS, int VPT>
+cudaError_t launch_row_pairs(const Launch<T>& l) {
+  layernorm_row_pair_kernel<T, N, THREADS, VPT><<<grid_for((l.rows + 1) / 2), THREADS, 0, l.stream>>>(
+      l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method);
+  return cudaGetLastError();
+}
+
 template <typename T, int N, bool PEEL>
 cudaError_t launch_streaming(const Launch<T>& l) {
   layernorm_streaming_kernel<T, N, PEEL><<<grid_for(l.rows), kMaxThreads, 0, l.stream>>>(
@@ -1021,25 +1092,30 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     leave each lane at most kWarpPathVpt vectors (2 for fp32, 4 otherwise),
 //     then 32 lanes x 4. A 128-half row: 4 lanes x 4, 32 rows per block; a
 //     128-float row: 16 lanes x 2 float4; a 512-float or 1,024-half row: 32 x 4.
-//   nvec <= 4,096 (16,384 floats, 32,768 halves): one block per row, the row in
-//     registers. About 4 vectors per thread (64 to 512 threads), 8 at 512
-//     threads. With many rows of 16-bit elements longer than 8,192 the GPU is
-//     full anyway and the per-row merge (shuffles, one division per step) is
-//     what costs: 8 vectors per thread halve the threads that merge (H200, bf16
-//     at 16,384 columns: 85% of a copy with 4, 88% with 8). Up to 8,192, 4
-//     vectors a thread keep the slice in float registers (kFloatRow), which
-//     wins (H200, 4,096 columns: fp16 97% against 92%, bf16 94% against 90%).
+//   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
+//     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
+//     8,192 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
+//     or 512 threads x 4 vectors, sharing each weight and bias load
+//     (layernorm_row_pair_kernel has the numbers).
+//     Otherwise one block per row: about 4 vectors per thread (64 to 512
+//     threads), 8 at 512 threads. 4 vectors a thread keep the slice in float
+//     registers (kFloatRow), which wins (H200, 4,096 columns: fp16 97% against
+//     92%, bf16 94% against 90%, one row per block).
 //     With few rows, latency counts: spreading a row over more threads
 //     finishes it sooner.
 //     So with <= 256 rows (one wave) and aligned vectors, a row of up to 1,024
 //     vectors takes 256 or 512 threads of one or two vectors, and weight and
 //     bias are loaded together with x, before the reduction.
-//     At 16,384 columns an H200 gets 91-95% of a copy (an H100 97-101%), and
+//     At 16,384 columns an H200 gets 92-94% of a copy (an H100 96-97%), and
 //     weight and bias are what is left: the same kernels without them reach
 //     96-100% (H200; measured, not shipped). With the row in registers there is
 //     no room to load them early; prefetching them to L1 or L2, staging the
 //     first slots in shared memory with cp.async, keeping x out of L1, or
 //     512 x 4 halves with early weight and bias were each 1-13 points slower.
+//     Under ncu (H200, fp16 x 16,384, one row per block of 256 x 8) the weight
+//     and bias loads hit L1 (48% of L1 sectors hit, all but x's), L2 reads 3%
+//     more than the copy's bytes, and the SMs issue on 56% of their cycles:
+//     neither L2 nor instruction issue is full, and what is left is not found.
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   longer: streaming. 512 x 16 vectors fit in registers (128 a thread), but
 //     one such block per SM left the memory idle while it reduced and stored:
@@ -1063,11 +1139,11 @@ cudaError_t launch_rows(const Launch<T>& l) {
     }
   }
   if (nvec <= 64 * 4) return launch_block<T, N, PEEL, 64, 4>(l);
-  if constexpr (N == 8) {  // fp16, bf16
-    if (l.rows >= kManyRows && nvec > 256 * 4) {
-      if (nvec <= 256 * 8) return launch_block<T, N, PEEL, 256, 8>(l);
-      if (nvec <= 512 * 8) return launch_block<T, N, PEEL, 512, 8>(l);
-      return launch_streaming<T, N, PEEL>(l);
+  if constexpr (!PEEL && N > 1) {  // many rows of 16-byte vectors: two rows per block
+    if (l.rows >= kManyRows && nvec <= 512 * 4) {
+      if (nvec <= 128 * 4) return launch_row_pairs<T, N, 128, 4>(l);
+      if (nvec <= 256 * 4) return launch_row_pairs<T, N, 256, 4>(l);
+      return launch_row_pairs<T, N, 512, 4>(l);
     }
   }
   if (nvec <= 128 * 4) return launch_block<T, N, PEEL, 128, 4>(l);
