@@ -78,11 +78,11 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved, rows of 1,024 / 4,096 / 16,384, 2026-11-23. NVIDIA H100 (copy
-//                ~2,850-2,990 GB/s; book/results/ladder.json): fp32 99.5 / 98.7 / 96.4%,
-//                fp16 98.0 / 98.0 / 96.5%, bf16 99.0 / 97.9 / 96.5%. NVIDIA H200 (copy
-//                ~3,890-4,020 GB/s; chapter notebook): fp32 98 / 97 / 94%, fp16 97 / 96 /
-//                93%, bf16 97 / 94 / 92%.
+//                moved, rows of 1,024 / 4,096 / 16,384, 2026-11-23, code fe4e8ea. NVIDIA H100
+//                (copy ~2,860-2,950 GB/s; book/results/ladder.json): fp32 99.4 / 100.3 / 96.3%,
+//                fp16 97.8 / 99.8 / 97.4%, bf16 98.8 / 99.7 / 96.9%. NVIDIA H200 (copy
+//                ~3,920-4,070 GB/s; chapter notebook): fp32 97.9 / 97.4 / 93.4%, fp16 97.2 /
+//                97.0 / 94.0%, bf16 97.4 / 96.4 / 93.3%.
 //                65,536-column rows (streaming, x read twice): 59-63% on the H200.
 
 #include <cuda_runtime.h>
@@ -1106,7 +1106,7 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     So with <= 256 rows (one wave) and aligned vectors, a row of up to 1,024
 //     vectors takes 256 or 512 threads of one or two vectors, and weight and
 //     bias are loaded together with x, before the reduction.
-//     At 16,384 columns an H200 gets 92-94% of a copy (an H100 96-97%), and
+//     At 16,384 columns an H200 gets 93-94% of a copy (an H100 96-97%), and
 //     weight and bias are what is left: the same kernels without them reach
 //     96-100% (H200; measured, not shipped). With the row in registers there is
 //     no room to load them early; prefetching them to L1 or L2, staging the
