@@ -907,8 +907,8 @@ layernorm_row_pair_kernel(const T* __restrict__ x, const T* __restrict__ weight,
     }
     const float sa = method == 2 ? 0.0f : to_float(xa[0]);  // "Shift" above
     const float sb = method == 2 ? 0.0f : to_float(xb[0]);
-    const Norm na = row_stats(method, va, nk, false, 0.0f, sa, cols_f, inv_cols, eps, even, red);
-    const Norm nb_ = row_stats(method, vb, nk, false, 0.0f, sb, cols_f, inv_cols, eps, even, red);
+    const Norm norm_a = row_stats(method, va, nk, false, 0.0f, sa, cols_f, inv_cols, eps, even, red);
+    const Norm norm_b = row_stats(method, vb, nk, false, 0.0f, sb, cols_f, inv_cols, eps, even, red);
     P* yva = reinterpret_cast<P*>(y + row * cols) + tid;
     P* yvb = two ? yva + cols / N : yva;
     auto store = [&](auto both) {
@@ -918,8 +918,8 @@ layernorm_row_pair_kernel(const T* __restrict__ x, const T* __restrict__ weight,
           float w[N], b[N];
           load_affine<decltype(both)::value, T, N>(weight, bias, static_cast<int64_t>(tid + k * THREADS) * N, true,
                                                    w, b);
-          store_vec(yva + k * THREADS, normalize_pack<T>(va[k], na, w, b));
-          if (two) store_vec(yvb + k * THREADS, normalize_pack<T>(vb[k], nb_, w, b));
+          store_vec(yva + k * THREADS, normalize_pack<T>(va[k], norm_a, w, b));
+          if (two) store_vec(yvb + k * THREADS, normalize_pack<T>(vb[k], norm_b, w, b));
         }
       }
     };
