@@ -866,13 +866,16 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
   }
 }
 
-// Many rows of 1,025 to 16,384 columns: two rows per block, the same columns in
-// the same thread, THREADS x VPT vectors a row (the aligned path only). Each
-// weight and bias vector is then loaded and converted once for two rows: that
-// work is as much as the row's own per element, and halving it is what lifts
-// these lengths on an H200 (256 MiB, % of a copy in the same rounds, one row
-// against two per block: bf16 4,096 columns 93.5 -> 96.2, bf16 8,192 89.4 ->
-// 95.2, fp16 16,384 91.6 -> 93.6, fp32 4,096 96.6 -> 98.0). Its statistics are
+// Many rows of 257 to 2,048 aligned 16-byte vectors (fp32 1,028 to 8,192
+// columns, fp16/bf16 2,056 to 16,384): two rows per block, the same columns in
+// the same thread, THREADS x VPT vectors a row. Each weight and bias vector is
+// then loaded and converted once for two rows. H200, 256 MiB, % of a copy in
+// the same rounds, one row against two per block: bf16 4,096 columns 93.5 ->
+// 96.2, bf16 8,192 89.4 -> 95.2, fp16 16,384 91.6 -> 93.6, fp32 4,096 96.6 ->
+// 98.0; fp16 4,096 96.6 -> 96.1, within the rounds' spread. Another run: fp32
+// 1,028 85.8 -> 95.1, fp32 2,048 95.3 -> 96.7, fp16 4,096 95.3 -> 96.8; fp16
+// and bf16 at 2,056 columns 71 -> 83 (257 vectors in 128 x 4 slots, most
+// threads holding 2 of their 4: that length stays short). Its statistics are
 // the block kernel's, row after row; a block whose second row is past the end
 // computes a copy of its first and stores it once.
 template <typename T, int N, int THREADS, int VPT>
