@@ -135,6 +135,31 @@ def test_many_rows_two_per_block(ops, method, dtype):
                      f"2,049 x {cols}, weight {wt is not None}, bias {bt is not None}")
 
 
+@pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_long_rows_stashed_in_shared_memory(ops, method, dtype):
+    # Rows past the register path: the first sweep keeps as much of the row as
+    # shared memory holds, later sweeps read it back. Rows that fit whole, rows
+    # that do not (the rest is read again from global memory), a row starting
+    # off a 16-byte boundary (peeled), x and y misaligned differently (scalar);
+    # weight and bias present and absent; a NaN row stays alone.
+    vec = 16 // torch.tensor([], dtype=dtype).element_size()
+    for cols, start, y_start in ((4097 * vec, 0, 0), (16384 * vec, 0, 0), (40001, 1, 1), (20001, 1, 0)):
+        rows = 300
+        flat = torch.randn(rows * cols + 1, device="cuda").to(dtype)
+        x = flat[start:start + rows * cols].view(rows, cols)
+        x[7, cols // 2] = float("nan")
+        w, b = (torch.rand(cols, device="cuda") + 0.5).to(dtype), torch.randn(cols, device="cuda").to(dtype)
+        y = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[y_start:y_start + rows * cols].view(rows, cols)
+        keep = [r for r in range(rows) if r != 7]
+        for wt, bt, rw, rb in ((w, b, w, b), (None, None, torch.ones_like(w), torch.zeros_like(b))):
+            y.fill_(float("nan"))
+            ops.layer_norm_out(x, wt, bt, OP.eps, method, y)
+            assert y[7].isnan().all(), f"{cols} columns: the NaN row"
+            OP.check(y[keep], reference.layer_norm(x[keep], rw, rb, OP.eps), dtype,
+                     f"{rows} x {cols}, start {start}, y start {y_start}, weight {wt is not None}")
+
+
 def test_row_pairs_past_the_grid_cap(ops):
     # 131,073 rows: more pairs than the grid's 65,535 blocks, so blocks loop, and
     # the last pair is a single row.

@@ -65,9 +65,11 @@
 //     they stay in L2, and they hold no registers across it. Many rows of up
 //     to 2,048 aligned vectors go two to a block, and the two rows share each
 //     weight and bias load.
-//   * longer: a streaming fallback, 512 threads, reads x twice (Welford in the
-//     first pass, normalize in the second, usually from L2; method 1 reads it
-//     three times).
+//   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
+//     first pass, normalize in the second; method 1 sweeps it three times). The
+//     first sweep keeps as much of the row as fits in shared memory (about
+//     113 KB a block on an H100 or H200), later sweeps read that part from
+//     there and the rest from global memory again, usually from L2.
 //
 // Works for any number of rows (0, 1, more than 65,535: the grid is capped and
 // blocks loop over rows) and any row length >= 1 (cols = 1 gives y = bias);
@@ -94,8 +96,8 @@
 
 namespace {
 
-constexpr int kMaxThreads = 512;                // block path and streaming path
-constexpr int kMaxWarps = kMaxThreads / 32;
+constexpr int kStreamingThreads = 512;          // longer rows: see layernorm_streaming_kernel
+constexpr int kStreamingBlocksPerSm = 1024 / kStreamingThreads;  // 64 registers a thread
 constexpr int kWarpPathThreads = 64;            // block size of the short-row path
 // Vectors per lane on the short-row path: fp32 rows spread over twice the lanes.
 // H200, 128 columns: fp32 98% of a copy at 16 lanes x 2 float4, 95% at 8 x 4;
@@ -931,22 +933,27 @@ layernorm_row_pair_kernel(const T* __restrict__ x, const T* __restrict__ weight,
   }
 }
 
-// Rows too long for registers: x is read once for the statistics and once more
-// to normalize (three times for method 1); a block's row is usually still in L2
-// for the second read. kUnroll vectors are loaded before any is used, so several
-// loads are in flight per thread. The thread's running count is only known at
-// run time here, so each chunk joins the running statistics through
-// chan_merge (one division per chunk).
+// Rows too long for registers: x is swept once for the statistics and once more
+// to normalize (three times for method 1). The first sweep also keeps the row's
+// first `stash` vectors in shared memory (as much as the block's share of the
+// SM holds), and later sweeps read those from there; the rest is read from
+// global memory again, usually from L2. Each thread stashes and reads back only
+// its own vectors, so the stash needs no barrier. kUnroll vectors are loaded
+// before any is used, so several loads are in flight per thread. The thread's
+// running count is only known at run time here, so each chunk joins the running
+// statistics through chan_merge (one division per chunk).
 template <typename T, int N, bool PEEL>
-__global__ void __launch_bounds__(kMaxThreads, 2)
+__global__ void __launch_bounds__(kStreamingThreads, kStreamingBlocksPerSm)
 layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                            T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps,
-                       int method, bool wb_vec) {
+                           int method, bool wb_vec, int64_t stash) {
   constexpr int kUnroll = 4;
-  constexpr int64_t kStride = kMaxThreads;
+  constexpr int64_t kStride = kStreamingThreads;
   using P = Pack<T, N>;
-  __shared__ float slots[2][3][kMaxWarps];
-  BlockReduce<kMaxWarps> red{slots, 0};
+  extern __shared__ uint4 stash_words[];
+  P* const kept = reinterpret_cast<P*>(stash_words);
+  __shared__ float slots[2][3][kStreamingThreads / 32];
+  BlockReduce<kStreamingThreads / 32> red{slots, 0};
   const int64_t tid = threadIdx.x;
 
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -965,12 +972,21 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
     // One sweep over the thread's vectors, kUnroll at a time: `use` gets the
     // loaded chunk, how many of its vectors are in the row (a prefix), and the
     // index of its first vector; vector u of the chunk is i0 + u * kStride.
+    // `first`: the sweep that reads everything from global memory and stashes.
+    bool first = true;
     auto sweep = [&](auto&& use) {
       for (int64_t i0 = tid; i0 < s.body; i0 += kUnroll * kStride) {
         P v[kUnroll];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u)
-          if (i0 + u * kStride < s.body) v[u] = load_vec(xv + i0 + u * kStride);
+        for (int u = 0; u < kUnroll; ++u) {
+          const int64_t i = i0 + u * kStride;
+          if (i < s.body) v[u] = first || i >= stash ? load_vec(xv + i) : kept[i];
+        }
+        if (first) {
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u)
+            if (i0 + u * kStride < stash && i0 + u * kStride < s.body) kept[i0 + u * kStride] = v[u];
+        }
         const int64_t left = (s.body - i0 + kStride - 1) / kStride;
         use(v, static_cast<int>(left < kUnroll ? left : kUnroll), i0);
       }
@@ -981,6 +997,7 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
     if (method == 0) {
       Stats st{0.0f, 0.0f, 0.0f};
       sweep([&](const P(&v)[kUnroll], int nk, int64_t) { st = chan_merge(st, thread_welford(v, nk, shift)); });
+      first = false;
       if (has_edge) st = welford_push(st, edge - shift);
       st = red.merge(st);
       mean = st.mean;
@@ -988,6 +1005,7 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
     } else if (method == 1) {
       float a = has_edge ? edge - shift : 0.0f;
       sweep([&](const P(&v)[kUnroll], int nk, int64_t) { a += thread_sum(v, nk, shift); });
+      first = false;
       const float mean0 = divide_by_cols(red.sum(a), static_cast<float>(cols), inv_cols);
       float e = has_edge ? (edge - shift) - mean0 : 0.0f, q = e * e;
       sweep([&](const P(&v)[kUnroll], int nk, int64_t) { thread_dev_sums(v, nk, shift, mean0, e, q); });
@@ -999,6 +1017,7 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
         a += thread_sum(v, nk, shift);
         q += thread_sum_sq(v, nk);
       });
+      first = false;
       red.sum2(a, q);
       mean = a * inv_cols;
       var = q * inv_cols - mean * mean;
@@ -1083,10 +1102,35 @@ cudaError_t launch_row_pairs(const Launch<T>& l) {
   return cudaGetLastError();
 }
 
+// The stash takes the block's share of the SM's shared memory (its blocks per
+// SM as the registers allow), asked for once per kernel: on an H100 or H200,
+// about 113 KB for each of two blocks of 512 threads. One block of 1,024 with
+// 227 KB was slower where a row fits in either (H200, % of a copy: fp16 40,000
+// columns 57% against 76% for 512 threads without the stash).
 template <typename T, int N, bool PEEL>
 cudaError_t launch_streaming(const Launch<T>& l) {
-  layernorm_streaming_kernel<T, N, PEEL><<<grid_for(l.rows), kMaxThreads, 0, l.stream>>>(
-      l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
+  const auto kernel = layernorm_streaming_kernel<T, N, PEEL>;
+  static int64_t stash_bytes = -1;  // per kernel; a process uses one kind of device
+  if (stash_bytes < 0) {
+    int device = 0, per_sm = 0, per_block = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (err != cudaSuccess) return err;
+    // 1 KB of each block's share is the system's; the reductions' slots are static
+    const int share = per_sm / kStreamingBlocksPerSm - 1024 - static_cast<int>(sizeof(float)) * 3 * 2 * kStreamingThreads / 32;
+    int bytes = (share < per_block ? share : per_block) / 16 * 16;
+    if (bytes < 0 || cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess) {
+      cudaGetLastError();  // no stash: every sweep reads global memory
+      bytes = 0;
+    }
+    stash_bytes = bytes;
+  }
+  const int64_t body_bytes = l.cols * static_cast<int64_t>(sizeof(T));  // at least any row's body
+  const int64_t bytes = body_bytes < stash_bytes ? (body_bytes + 15) / 16 * 16 : stash_bytes;
+  const int64_t stash = bytes / static_cast<int64_t>(sizeof(Pack<T, N>));
+  kernel<<<grid_for(l.rows), kStreamingThreads, bytes, l.stream>>>(
+      l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec, stash);
   return cudaGetLastError();
 }
 
