@@ -138,13 +138,17 @@ def test_many_rows_two_per_block(ops, method, dtype):
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_long_rows_stashed_in_shared_memory(ops, method, dtype):
-    # Rows past the register path: the first sweep keeps as much of the row as
-    # shared memory holds, later sweeps read it back. Rows that fit whole, rows
-    # that do not (the rest is read again from global memory), a row starting
-    # off a 16-byte boundary (peeled), x and y misaligned differently (scalar);
-    # weight and bias present and absent; a NaN row stays alone.
-    vec = 16 // torch.tensor([], dtype=dtype).element_size()
-    for cols, start, y_start in ((4097 * vec, 0, 0), (16384 * vec, 0, 0), (40001, 1, 1), (20001, 1, 0)):
+    # Rows past the register path: where the rows in flight would not stay in L2
+    # (on an H100 or H200: rows over about 96 KB), the first sweep keeps as much
+    # of the row as shared memory holds and later sweeps read it back. Rows of
+    # 64 KB (no stash), 108 KB (stashed whole), 256 KB (in part; the rest is read
+    # again from global memory), a row starting off a 16-byte boundary (peeled),
+    # x and y misaligned differently (scalar); weight and bias present and
+    # absent; a NaN row stays alone.
+    size = torch.tensor([], dtype=dtype).element_size()
+    vec = 16 // size
+    for cols, start, y_start in ((4097 * vec, 0, 0), (27000 * 4 // size, 0, 0), (16384 * vec, 0, 0),
+                                 (40001, 1, 1), (50001, 1, 0)):
         rows = 300
         flat = torch.randn(rows * cols + 1, device="cuda").to(dtype)
         x = flat[start:start + rows * cols].view(rows, cols)

@@ -68,8 +68,9 @@
 //   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
 //     first pass, normalize in the second; method 1 sweeps it three times). The
 //     first sweep keeps as much of the row as fits in shared memory (about
-//     113 KB a block on an H100 or H200), later sweeps read that part from
-//     there and the rest from global memory again, usually from L2.
+//     113 KB a block on an H100 or H200) where the rows in flight would not
+//     stay in L2; later sweeps read that part from there and the rest from
+//     global memory again.
 //
 // Works for any number of rows (0, 1, more than 65,535: the grid is capped and
 // blocks loop over rows) and any row length >= 1 (cols = 1 gives y = bias);
@@ -1104,19 +1105,28 @@ cudaError_t launch_row_pairs(const Launch<T>& l) {
 
 // The stash takes the block's share of the SM's shared memory (its blocks per
 // SM as the registers allow), asked for once per kernel: on an H100 or H200,
-// about 113 KB for each of two blocks of 512 threads. One block of 1,024 with
-// 227 KB was slower where a row fits in either (H200, % of a copy: fp16 40,000
-// columns 57% against 76% for 512 threads without the stash).
+// about 113 KB for each of two blocks of 512 threads. It is used only where the
+// rows of all resident blocks together fill more than half of L2; below that
+// the second sweep finds the row in L2 anyway. H200, 256 MiB, % of a copy in the
+// same rounds, without -> with the stash: rows of 128 KB (fp16 65,536 columns)
+// 62.7 -> 68.3, bf16 63.2 -> 68.3, fp32 32,768 66.5 -> 75.0; 256 KB (fp32
+// 65,536) 59.9 -> 61.5; but rows of 64-80 KB, 17-21 MB in flight over 264
+// blocks (fp16 40,000 columns) 73.9 -> 71.5, bf16 32,776 74.5 -> 71.8. One
+// block of 1,024 threads with 227 KB was slower still at 80 KB: 57%.
 template <typename T, int N, bool PEEL>
 cudaError_t launch_streaming(const Launch<T>& l) {
   const auto kernel = layernorm_streaming_kernel<T, N, PEEL>;
-  static int64_t stash_bytes = -1;  // per kernel; a process uses one kind of device
+  static int64_t stash_bytes = -1, half_l2 = 0, resident = 0;  // per kernel; a process uses one kind of device
   if (stash_bytes < 0) {
-    int device = 0, per_sm = 0, per_block = 0;
+    int device = 0, per_sm = 0, per_block = 0, l2 = 0, sms = 0;
     cudaError_t err = cudaGetDevice(&device);
     if (err == cudaSuccess) err = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
     if (err == cudaSuccess) err = cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     if (err != cudaSuccess) return err;
+    half_l2 = l2 / 2;
+    resident = static_cast<int64_t>(sms) * kStreamingBlocksPerSm;
     // 1 KB of each block's share is the system's; the reductions' slots are static
     const int share = per_sm / kStreamingBlocksPerSm - 1024 - static_cast<int>(sizeof(float)) * 3 * 2 * kStreamingThreads / 32;
     int bytes = (share < per_block ? share : per_block) / 16 * 16;
@@ -1127,7 +1137,8 @@ cudaError_t launch_streaming(const Launch<T>& l) {
     stash_bytes = bytes;
   }
   const int64_t body_bytes = l.cols * static_cast<int64_t>(sizeof(T));  // at least any row's body
-  const int64_t bytes = body_bytes < stash_bytes ? (body_bytes + 15) / 16 * 16 : stash_bytes;
+  const bool fills_l2 = body_bytes * (l.rows < resident ? l.rows : resident) > half_l2;
+  const int64_t bytes = !fills_l2 ? 0 : body_bytes < stash_bytes ? (body_bytes + 15) / 16 * 16 : stash_bytes;
   const int64_t stash = bytes / static_cast<int64_t>(sizeof(Pack<T, N>));
   kernel<<<grid_for(l.rows), kStreamingThreads, bytes, l.stream>>>(
       l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec, stash);
