@@ -138,11 +138,12 @@ def test_many_rows_two_per_block(ops, method, dtype):
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_long_rows_stashed_in_shared_memory(ops, method, dtype):
-    # Rows past the register path: where the rows in flight would not stay in L2
-    # (on an H100 or H200: rows over about 96 KB), the first sweep keeps as much
-    # of the row as shared memory holds and later sweeps read it back. Rows of
-    # 64 KB (no stash), 108 KB (stashed whole), 256 KB (in part; the rest is read
-    # again from global memory), a row starting off a 16-byte boundary (peeled),
+    # Rows past the register path: where the rows in flight would fill more than
+    # half of L2 (rows over about 96 KB on an H100, 119 KB on an H200), the first
+    # sweep keeps as much of the row as shared memory holds and later sweeps read
+    # it back. Rows of 64 KB (no stash), 108 KB (stashed whole on an H100),
+    # 256 KB (in part; the rest is read again from global memory), a row
+    # starting off a 16-byte boundary (peeled),
     # x and y misaligned differently (scalar); weight and bias present and
     # absent; a NaN row stays alone.
     size = torch.tensor([], dtype=dtype).element_size()
