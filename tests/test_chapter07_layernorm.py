@@ -143,9 +143,8 @@ def test_long_rows_stashed_in_shared_memory(ops, method, dtype):
     # sweep keeps as much of the row as shared memory holds and later sweeps read
     # it back. Rows of 64 KB (no stash), 108 KB (stashed whole on an H100),
     # 256 KB (in part; the rest is read again from global memory), a row
-    # starting off a 16-byte boundary (peeled),
-    # x and y misaligned differently (scalar); weight and bias present and
-    # absent; a NaN row stays alone.
+    # starting off a 16-byte boundary (peeled), x and y misaligned differently
+    # (scalar); weight and bias present and absent; a NaN row stays alone.
     size = torch.tensor([], dtype=dtype).element_size()
     vec = 16 // size
     for cols, start, y_start in ((4097 * vec, 0, 0), (27000 * 4 // size, 0, 0), (16384 * vec, 0, 0),
