@@ -56,6 +56,23 @@ def test_in_place(ops, form, dtype):
     op.check(x, expected, dtype, "in place")
 
 
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_past_the_l2_with_head_and_tail(ops, form, dtype):
+    # The launch for inputs larger than the L2 (one or two packs a thread, as the
+    # GPU's memory needs): a view one element into its buffer, so the pack kernel
+    # peels a head, and a length that leaves a tail; out= into a NaN-filled view of
+    # the same offset, so the vector body runs too.
+    op = op_for(form)
+    l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+    size = torch.tensor([], dtype=dtype).element_size()
+    n = l2 // size + 8 * 1021 + 5  # 2n bytes moved: twice the L2
+    x = (torch.randn(n + 1, device="cuda") * 4).to(dtype)[1:]
+    out = torch.full((n + 1,), math.nan, device="cuda", dtype=dtype)[1:]
+    ops.gelu_out(x, form, STAGE.variant("pack"), out)
+    op.check(out, op.reference({"x": x, "approximate": form}), dtype, f"{form} {dtype}, {n} elements, offset 1")
+
+
 def test_half_math_overflows_where_the_fp32_math_does_not(ops):
     x = torch.randn(4096 * 4096, device="cuda").half()
     trap = ops.gelu(x, "tanh", STAGE.variant("half math"))

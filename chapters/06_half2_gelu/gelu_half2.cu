@@ -15,8 +15,10 @@
 // Variants, side by side (the `variant` argument):
 //   0  scalar     one element per thread: 2-byte accesses for fp16/bf16
 //   1  pairs      two elements per access: __half2 / __nv_bfloat162 (4 bytes), float2 (8)
-//   2  packs      16-byte packs (8 halves or 4 floats), two packs in flight per thread;
-//                 inputs under 2^17 packs (2 MiB) take one 8-byte half pack a thread
+//   2  packs      16-byte packs (8 halves or 4 floats), one or two packs in flight per
+//                 thread, as the GPU's memory needs (see packs_in_flight); inputs under
+//                 2^17 packs (2 MiB) take one 8-byte half pack a thread (fp16, bf16) or
+//                 one element (fp32)
 //   3  half math  fp16, tanh form only: the trap. Packs like variant 2, but the math is
 //                 __half2 arithmetic with tanh(u) = (e^2u - 1)/(e^2u + 1) through h2exp,
 //                 as naive "f16" GELU kernels do. Kept inaccurate on purpose: 1 + tanh(u)
@@ -25,7 +27,8 @@
 //                 kernels clamp the input at about +-11 instead (ln 65504 = 11.09),
 //                 which makes GELU(20) = 11.09; nothing in this file clamps.
 // Grid: one step per thread (IN_FLIGHT vectors), so a large input is many waves of
-// short blocks, capped at 2^20 blocks; grid-stride loops cover anything beyond.
+// short blocks (4 KiB each for variants 2 and 3), capped at 2^20 blocks; grid-stride
+// loops cover anything beyond.
 // Variants 1-3 need x and y aligned to the access width: a shared misalignment (a
 // view starting 2 bytes into its allocation) peels a scalar head until aligned, then
 // runs the vector body and a scalar tail; different misalignments of x and y fall
@@ -76,7 +79,7 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 1 << 20;  // grid cap; the grid-stride loops cover the rest
 constexpr int kPackBytes = 16;           // variant 2 and 3 access width
-constexpr int kPacksInFlight = 2;        // vector loads issued before the first store
+constexpr int kBlockBytes = 4096;        // what a block of variant 2 or 3 reads per step
 
 constexpr float kLog2eOver2 = 0.72134751f;      // log2(e) / 2
 constexpr float kInv2Sqrt2 = 0.35355339f;       // 1 / (2 sqrt 2)
@@ -355,17 +358,63 @@ cudaError_t launch_scalar(const T* x, T* y, int64_t n, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+// Packs each thread of variants 2 and 3 loads before its first store. Little's
+// law: to stream at bandwidth B with a memory latency L, about B x L bytes must be
+// in flight. One 16-byte pack per thread at full occupancy (2,048 threads) is
+// 32 KiB per SM. With L = 1 us, an H100 SXM (3.35 TB/s over 132 SMs, 25 KB per
+// SM) needs one pack a thread, an H200 (4.8 TB/s, 37 KB) two. Measured at 256
+// MiB and 1 GiB moved, % of a copy in the same rounds (fp16, bf16, fp32, both
+// forms): H100, one pack 99.6-100.3 against 98.6-99.5 with two; H200, two packs
+// 97.0-98.6 against 88.9-95.5 with one (but fp32 tanh: 98.4 against 99.1). The
+// 1 us is the figure that separates those two GPUs, not a measured latency. Inputs that stay in L2 take 2 (H100, 16 MiB moved in a
+// CUDA graph: 98.6% against 96.5%). The peak bandwidth comes from the memory
+// clock and bus width; asked for once per process (one kind of GPU).
+int packs_in_flight(int64_t bytes_moved) {
+  static int64_t l2 = -1;
+  static int packs = 2;
+  if (l2 < 0) {
+    int device = 0, clock_khz = 0, bus_bits = 0, sms = 0, threads = 0, l2_bytes = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device);
+    if (err != cudaSuccess || sms <= 0 || threads <= 0) {
+      cudaGetLastError();  // unknown: two packs, right on either GPU within a few points
+      l2 = 0;
+      return packs;
+    }
+    // double data rate: two transfers per memory clock, bus_bits / 8 bytes each
+    const double bytes_per_sm_per_us = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / sms * 1e-6;
+    packs = bytes_per_sm_per_us > static_cast<double>(threads) * kPackBytes ? 2 : 1;
+    l2 = l2_bytes;
+  }
+  return bytes_moved <= l2 ? 2 : packs;
+}
+
 // A small input (fewer than kSmallVectors 16-byte packs) is latency, not
 // bandwidth: with 256 threads and two packs each, 32 x 4,096 halves would be 32
 // blocks on a 132-SM GPU, each thread computing 16 values in a row (2.7 us on an
 // H200, where one element per thread took 2.0). There each thread takes one
-// 8-byte half pack (4 halves or 2 floats) in blocks of 128, so every SM gets work
-// and each thread's chain of math is short: 2.0 us on an H200 (one 16-byte pack a
-// thread in blocks of 64: 2.1).
+// 8-byte half pack (4 halves) in blocks of 128, so every SM gets work and each
+// thread's chain of math is short: 2.0 us on an H200 (one 16-byte pack a thread in
+// blocks of 64: 2.1). fp32 goes one element a thread (the scalar kernel): its erf
+// form is ~25 instructions an element, and with two a thread 32 x 4,096 floats
+// took 93.7% of a copy's time on an H200 against 95.9% (tanh form 95.2 / 97.4).
 constexpr int64_t kSmallVectors = 1 << 17;
 constexpr int kSmallThreads = 128;
 
 template <typename Op, typename T, int BYTES, int IN_FLIGHT>
+cudaError_t launch_vector_kernel(const T* x, T* y, int64_t n, int64_t head, int64_t nvec, cudaStream_t stream) {
+  constexpr int kThreadsPerBlock = BYTES == kPackBytes ? kBlockBytes / (BYTES * IN_FLIGHT) : kThreads;
+  gelu_vector_kernel<Op, T, BYTES, IN_FLIGHT, kThreadsPerBlock>
+      <<<grid_for(nvec, IN_FLIGHT, kThreadsPerBlock), kThreadsPerBlock, 0, stream>>>(x, y, n, head);
+  return cudaGetLastError();
+}
+
+// Variant 1 (BYTES: one pair) and variants 2-3 (BYTES = kPackBytes).
+template <typename Op, typename T, int BYTES>
 cudaError_t launch_vector(const T* x, T* y, int64_t n, cudaStream_t stream) {
   const std::uintptr_t mx = reinterpret_cast<std::uintptr_t>(x) % BYTES;
   const std::uintptr_t my = reinterpret_cast<std::uintptr_t>(y) % BYTES;
@@ -373,18 +422,24 @@ cudaError_t launch_vector(const T* x, T* y, int64_t n, cudaStream_t stream) {
   int64_t head = mx == 0 ? 0 : static_cast<int64_t>((BYTES - mx) / sizeof(T));
   if (head > n) head = n;
   const int64_t nvec = (n - head) / (BYTES / static_cast<int64_t>(sizeof(T)));
-  if constexpr (IN_FLIGHT > 1) {  // the pack variants
+  if constexpr (BYTES != kPackBytes) {
+    return launch_vector_kernel<Op, T, BYTES, 1>(x, y, n, head, nvec, stream);
+  } else {
     if (nvec < kSmallVectors) {
-      constexpr int kHalfPack = BYTES / 2;  // x + head is BYTES-aligned, so kHalfPack-aligned too
-      const int64_t nhalf = (n - head) / (kHalfPack / static_cast<int64_t>(sizeof(T)));
-      gelu_vector_kernel<Op, T, kHalfPack, 1, kSmallThreads>
-          <<<grid_for(nhalf, 1, kSmallThreads), kSmallThreads, 0, stream>>>(x, y, n, head);
-      return cudaGetLastError();
+      if constexpr (sizeof(T) == 4) {
+        return launch_scalar<Op>(x, y, n, stream);
+      } else {
+        constexpr int kHalfPack = BYTES / 2;  // x + head is BYTES-aligned, so kHalfPack-aligned too
+        const int64_t nhalf = (n - head) / (kHalfPack / static_cast<int64_t>(sizeof(T)));
+        gelu_vector_kernel<Op, T, kHalfPack, 1, kSmallThreads>
+            <<<grid_for(nhalf, 1, kSmallThreads), kSmallThreads, 0, stream>>>(x, y, n, head);
+        return cudaGetLastError();
+      }
     }
+    if (packs_in_flight(2 * n * static_cast<int64_t>(sizeof(T))) == 1)
+      return launch_vector_kernel<Op, T, BYTES, 1>(x, y, n, head, nvec, stream);
+    return launch_vector_kernel<Op, T, BYTES, 2>(x, y, n, head, nvec, stream);
   }
-  gelu_vector_kernel<Op, T, BYTES, IN_FLIGHT, kThreads>
-      <<<grid_for(nvec, IN_FLIGHT), kThreads, 0, stream>>>(x, y, n, head);
-  return cudaGetLastError();
 }
 
 // Variants 0-2 of the fp32-math op.
@@ -393,8 +448,8 @@ cudaError_t launch_fp32_math(const T* x, T* y, int64_t n, int variant, cudaStrea
   using Op = Fp32Math<T, APPROX>;
   switch (variant) {
     case 0: return launch_scalar<Op>(x, y, n, stream);
-    case 1: return launch_vector<Op, T, sizeof(typename Op::Pair), 1>(x, y, n, stream);
-    default: return launch_vector<Op, T, kPackBytes, kPacksInFlight>(x, y, n, stream);
+    case 1: return launch_vector<Op, T, sizeof(typename Op::Pair)>(x, y, n, stream);
+    default: return launch_vector<Op, T, kPackBytes>(x, y, n, stream);
   }
 }
 
@@ -426,7 +481,7 @@ cudaError_t gelu_forward(const __half* x, __half* y, int64_t n, int approximate,
   if (variant != 3) return gelu_dispatch(x, y, n, approximate, variant, stream);
   if (approximate != 1) return cudaErrorInvalidValue;  // the trap exists for the tanh form only
   if (n <= 0) return cudaSuccess;
-  return launch_vector<HalfMathTanh, __half, kPackBytes, kPacksInFlight>(x, y, n, stream);
+  return launch_vector<HalfMathTanh, __half, kPackBytes>(x, y, n, stream);
 }
 
 cudaError_t gelu_forward(const __nv_bfloat16* x, __nv_bfloat16* y, int64_t n, int approximate,
