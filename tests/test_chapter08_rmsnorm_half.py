@@ -13,7 +13,8 @@ pytestmark = pytest.mark.gpu
 STAGE = stages.get_stage("08")
 OP = OPS["rmsnorm"]
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-LENGTHS = [1, 2, 7, 8, 9, 127, 128, 129, 512, 769, 1024, 2048, 4096, 5125, 8192, 16384, 16387, 65537]
+LENGTHS = [1, 2, 7, 8, 9, 16, 24, 32, 40, 64, 127, 128, 129, 512, 769, 1024, 2048, 4096, 5125, 8192, 16384,
+           16387, 65537]
 
 
 @pytest.fixture(scope="module")

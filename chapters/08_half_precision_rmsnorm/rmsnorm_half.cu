@@ -15,7 +15,7 @@
 //     a half row moves twice the elements per instruction of a float row.
 //   * Several rows per block for short rows. One block per row of 128 halves leaves
 //     most of the block idle and spends a barrier on 256 bytes; here a group of
-//     8, 16 or 32 lanes owns a row (aligned fp32: two rows at once), a block of 64
+//     4, 8, 16 or 32 lanes owns a row (aligned fp32: two rows at once), a block of 64
 //     threads (32 for aligned fp32) holds 2 to 8 rows, and the row's sum is a
 //     shuffle within the group, with no __syncthreads.
 //   * Peeled heads and tails. Chapter 05 took a scalar path for a whole launch as
@@ -39,9 +39,10 @@
 //
 // Paths, picked per launch from the row length (P = whole 16-byte packs per row):
 //   * P <= 128 (up to 1,031 halves or 515 floats): G = 8, 16 or 32 lanes per row
-//     (the fewest that hold the row in <= 4 packs a lane), 64 threads, 64 / G
-//     rows per block; shuffle reduction within the G lanes. Aligned fp32 rows:
-//     32-thread blocks, each group of G lanes taking two rows at once.
+//     (the fewest that hold the row in <= 4 packs a lane), 4 for aligned rows of
+//     at most 8 packs, 64 threads, 64 / G rows per block; shuffle reduction
+//     within the G lanes. Aligned fp32 rows: 32-thread blocks, each group of G
+//     lanes taking two rows at once.
 //   * P <= 4,096 (32,768 halves or 16,384 floats, plus a partial pack): one block
 //     per row, the row in registers. VPT packs per thread and a block of P / VPT
 //     threads rounded up to a warp, at most 512: VPT starts at 4 (2 for at most 256
@@ -66,7 +67,7 @@
 // must not alias x. rows <= 0 or cols <= 0: nothing to do. Rows past 4,096 packs
 // take the streaming path (x read twice), one block of 512 threads per row: fine
 // for many rows, slow for a handful of very long ones. Inputs must be finite with
-// a finite fp32 sum of squares (|x| below about 1e19). 90 kernels: 10-17 s to
+// a finite fp32 sum of squares (|x| below about 1e19). 100 kernels: 10-17 s to
 // compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
@@ -654,9 +655,17 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
   if (packs <= 32 * kMaxGroupPacks) {  // short rows: several per block
     // The fewest lanes (8, 16 or 32) that hold the row at up to 2 packs a lane
     // for fp32 (see rmsnorm_rows_kernel), 4 for 16-bit types; 32 lanes take up to 4.
+    // An aligned row of at most 8 packs (64 halves, 32 floats) takes 4 lanes:
+    // with 8, a row of 4 packs leaves half the lanes idle (H200, 256 MiB, bf16
+    // rows of 32 columns: 76.9% of a copy with 8 lanes, 99.3% with 4; fp16 rows
+    // of 64 columns, 4 lanes x 2 packs against 8 x 1: 99.7% against 99.0%). The
+    // peeled path keeps at least 8: a head or tail element per lane.
     const int lane_packs = sizeof(T) == 4 ? 2 : kMaxGroupPacks;
-    const int g = packs <= 8 * lane_packs ? 8 : packs <= 16 * lane_packs ? 16 : 32;
+    const int g = kAligned && packs <= 8 ? 4 : packs <= 8 * lane_packs ? 8 : packs <= 16 * lane_packs ? 16 : 32;
     const int vpt = packs == 0 ? 1 : (packs + g - 1) / g;
+    if constexpr (kAligned) {
+      if (g == 4) return launch_rows<T, 4, true>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
+    }
     if (g == 8) launch_rows<T, 8, kAligned>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
     else if (g == 16) launch_rows<T, 16, kAligned>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
     else launch_rows<T, 32, kAligned>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
