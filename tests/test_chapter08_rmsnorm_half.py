@@ -48,6 +48,18 @@ def test_many_rows_short_and_odd(ops, dtype):
         OP.check(OP.call_stage(ops, inputs), OP.reference(inputs), dtype, str(shape))
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_many_rows_of_a_few_packs(ops, dtype):
+    # More than 256 aligned rows of at most 8 packs: groups of 4 lanes. 1 to 8 packs
+    # and row counts that leave the last block part full.
+    for cols in (8, 16, 24, 32, 40, 56, 64):
+        for rows in (257, 4099):
+            inputs = OP.make_inputs((rows, cols), dtype, "cuda")
+            out = torch.full_like(inputs["x"], float("nan"))
+            OP.call_stage(ops, inputs, out)
+            OP.check(out, OP.reference(inputs), dtype, f"{rows}x{cols}")
+
+
 def test_many_fp32_rows_three_blocks_per_sm(ops):
     # fp32 rows of 4,100-6,144 floats, more than 256 rows: blocks of 257-384 threads held to
     # 56 registers, three per SM.
