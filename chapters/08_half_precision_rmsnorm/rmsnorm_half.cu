@@ -548,10 +548,11 @@ rmsnorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* _
 // Rows too long for registers: two passes over x (the second mostly hits L2).
 // Each pass loads several packs before using any (4 of x for the sum, 2 of x and
 // 2 of the weight to normalize), so that many loads per thread are in flight at
-// once; with one, the loop waited a full memory latency per pack. H200, 256 MiB,
-// % of a copy in the same rounds, one pack at a time -> this: fp32 32,768
-// columns 61.4 -> 68.8, fp32 65,536 51.2 -> 64.7, fp16 and bf16 65,536 63.9 ->
-// 67.5 (torch.compile: 93.6, 62.2, 63.6).
+// once; with one, the loop waited a full memory latency per pack. 256 MiB, % of
+// a copy in the same rounds, one pack at a time -> this (torch.compile): H200,
+// fp32 32,768 columns 61.4 -> 68.8 (93.6), fp32 65,536 51.2 -> 64.7 (62.2), fp16
+// and bf16 65,536 63.9 -> 67.5 (63.6); H100, 65.7 -> 68.4 (94.3), 61.0 -> 66.5
+// (64.2), 66.9 -> 68.6-68.8 (66.0).
 // Held to two blocks per SM (64 registers): unrolling further spilled.
 template <class T>
 __global__ void __launch_bounds__(kMaxBlockThreads, 2)
