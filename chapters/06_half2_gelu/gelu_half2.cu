@@ -363,36 +363,39 @@ cudaError_t launch_scalar(const T* x, T* y, int64_t n, cudaStream_t stream) {
 // Packs each thread of variants 2 and 3 loads before its first store. Little's
 // law: to stream at bandwidth B with a memory latency L, about B x L bytes must be
 // in flight. One 16-byte pack per thread at full occupancy (2,048 threads) is
-// 32 KiB per SM. With L = 1 us, an H100 SXM (3.35 TB/s over 132 SMs, 25 KB per
-// SM) needs one pack a thread, an H200 (4.8 TB/s, 37 KB) two. Measured at 256
+// 32 KiB per SM. With L = 1 us, an H100 SXM (3.35 TB/s over 132 SMs: 25.4 KB per
+// SM) needs one pack a thread, an H200 (4.81 TB/s: 36.5 KB) two. Measured at 256
 // MiB and 1 GiB moved, % of a copy in the same rounds (fp16, bf16, fp32, both
 // forms): H100, one pack 99.6-100.3 against 98.6-99.5 with two; H200, two packs
 // 97.0-98.6 against 88.9-95.5 with one (but fp32 tanh: 98.4 against 99.1). The
-// 1 us is the figure that separates those two GPUs, not a measured latency. Inputs that stay in L2 take 2 (H100, 16 MiB moved in a
-// CUDA graph: 98.6% against 96.5%). The peak bandwidth comes from the memory
-// clock and bus width; asked for once per process (one kind of GPU).
-int packs_in_flight(int64_t bytes_moved) {
-  static int64_t l2 = -1;
-  static int packs = 2;
-  if (l2 < 0) {
-    int device = 0, clock_khz = 0, bus_bits = 0, sms = 0, threads = 0, l2_bytes = 0;
-    cudaError_t err = cudaGetDevice(&device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device);
-    if (err != cudaSuccess || sms <= 0 || threads <= 0) {
-      cudaGetLastError();  // unknown: two packs, right on either GPU within a few points
-      l2 = 0;
-      return packs;
-    }
-    // double data rate: two transfers per memory clock, bus_bits / 8 bytes each
-    const double bytes_per_sm_per_us = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / sms * 1e-6;
-    packs = bytes_per_sm_per_us > static_cast<double>(threads) * kPackBytes ? 2 : 1;
-    l2 = l2_bytes;
+// 1 us is the figure that separates those two GPUs, not a measured latency.
+// Inputs that stay in L2 take two (H100, 16 MiB moved in a CUDA graph: 98.6%
+// against 96.5%). The peak bandwidth comes from the memory clock and bus width.
+struct MemoryFit {
+  int packs;   // for inputs larger than the L2
+  int64_t l2;  // bytes
+};
+
+MemoryFit query_memory_fit() {
+  int device = 0, clock_khz = 0, bus_bits = 0, sms = 0, threads = 0, l2 = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
+  if (err != cudaSuccess || sms <= 0 || threads <= 0) {
+    cudaGetLastError();  // unknown GPU: two packs, within a few points of the best on either
+    return {2, 0};
   }
-  return bytes_moved <= l2 ? 2 : packs;
+  // double data rate: two transfers per memory clock, bus_bits / 8 bytes each
+  const double bytes_per_sm_per_us = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / sms * 1e-6;
+  return {bytes_per_sm_per_us > static_cast<double>(threads) * kPackBytes ? 2 : 1, l2};
+}
+
+int packs_in_flight(int64_t bytes_moved) {
+  static const MemoryFit fit = query_memory_fit();  // once per process, which uses one kind of GPU
+  return bytes_moved <= fit.l2 ? 2 : fit.packs;
 }
 
 // A small input (fewer than kSmallVectors 16-byte packs) is latency, not
