@@ -61,13 +61,13 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c gelu_half2.cu
 // Measured:      pack kernel, % of the copy of x in the same rounds (kernelbook.bench), rows
-//                of 4,096 at 256 MiB / 1 GiB moved, 2026-11-23, code c50ec43. NVIDIA H200
-//                (two packs a thread; copy ~3,870-3,940 / 4,170-4,210 GB/s; chapter
-//                notebook): erf form fp16 97.2 / 98.3%, bf16 97.0 / 98.4%, fp32 99.1 / 99.5%;
-//                tanh form fp16 98.2 / 98.8%, bf16 97.8 / 98.8%, fp32 99.5 / 99.7%. NVIDIA
-//                H100 (one pack a thread; copy ~2,850-2,870 / 2,990 GB/s;
-//                book/results/ladder.json and sweep-h100.json): 99.8-100.5% in every dtype
-//                and both forms.
+//                of 4,096 at 256 MiB / 1 GiB moved, 2026-11-23. NVIDIA H200 (code 6d34ae0,
+//                two packs a thread; copy ~3,920-3,950 / 4,170-4,190 GB/s; chapter
+//                notebook): erf form fp16 97.4 / 98.7%, bf16 97.5 / 98.7%, fp32 98.6 / 99.7%;
+//                tanh form fp16 98.3 / 99.2%, bf16 98.0 / 99.3%, fp32 98.7 / 99.8%. NVIDIA
+//                H100 (code c50ec43, the same launches; one pack a thread; copy
+//                ~2,850-2,870 / 2,990 GB/s; book/results/ladder.json and sweep-h100.json):
+//                99.8-100.5% in every dtype and both forms.
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
