@@ -1114,32 +1114,41 @@ cudaError_t launch_row_pairs(const Launch<T>& l) {
 // 65,536) 59.9 -> 61.5; but rows of 64-80 KB, 17-21 MB in flight over 264
 // blocks (fp16 40,000 columns) 73.9 -> 71.5, bf16 32,776 74.5 -> 71.8. One
 // block of 1,024 threads with 227 KB was slower still at 80 KB: 57%.
+struct StreamingFit {
+  cudaError_t err;      // of the queries
+  int64_t stash_bytes;  // dynamic shared memory a block may take (0: no stash)
+  int64_t half_l2;      // bytes
+  int64_t resident;     // blocks the GPU holds at once
+};
+
+template <typename Kernel>
+StreamingFit query_streaming_fit(Kernel kernel) {
+  int device = 0, per_sm = 0, per_block = 0, l2 = 0, sms = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err != cudaSuccess) return {err, 0, 0, 0};
+  // 1 KB of each block's share is the system's; the reductions' slots are static
+  const int slots_bytes = static_cast<int>(sizeof(float)) * 3 * 2 * kStreamingThreads / 32;
+  const int share = per_sm / kStreamingBlocksPerSm - 1024 - slots_bytes;
+  int bytes = (share < per_block ? share : per_block) / 16 * 16;
+  if (bytes < 0 || cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess) {
+    cudaGetLastError();  // no stash: every sweep reads global memory
+    bytes = 0;
+  }
+  return {cudaSuccess, bytes, l2 / 2, static_cast<int64_t>(sms) * kStreamingBlocksPerSm};
+}
+
 template <typename T, int N, bool PEEL>
 cudaError_t launch_streaming(const Launch<T>& l) {
   const auto kernel = layernorm_streaming_kernel<T, N, PEEL>;
-  static int64_t stash_bytes = -1, half_l2 = 0, resident = 0;  // per kernel; a process uses one kind of device
-  if (stash_bytes < 0) {
-    int device = 0, per_sm = 0, per_block = 0, l2 = 0, sms = 0;
-    cudaError_t err = cudaGetDevice(&device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (err != cudaSuccess) return err;
-    half_l2 = l2 / 2;
-    resident = static_cast<int64_t>(sms) * kStreamingBlocksPerSm;
-    // 1 KB of each block's share is the system's; the reductions' slots are static
-    const int share = per_sm / kStreamingBlocksPerSm - 1024 - static_cast<int>(sizeof(float)) * 3 * 2 * kStreamingThreads / 32;
-    int bytes = (share < per_block ? share : per_block) / 16 * 16;
-    if (bytes < 0 || cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess) {
-      cudaGetLastError();  // no stash: every sweep reads global memory
-      bytes = 0;
-    }
-    stash_bytes = bytes;
-  }
+  static const StreamingFit fit = query_streaming_fit(kernel);  // once per kernel; a process uses one kind of GPU
+  if (fit.err != cudaSuccess) return fit.err;
   const int64_t body_bytes = l.cols * static_cast<int64_t>(sizeof(T));  // at least any row's body
-  const bool fills_l2 = body_bytes * (l.rows < resident ? l.rows : resident) > half_l2;
-  const int64_t bytes = !fills_l2 ? 0 : body_bytes < stash_bytes ? (body_bytes + 15) / 16 * 16 : stash_bytes;
+  const bool fills_l2 = body_bytes * (l.rows < fit.resident ? l.rows : fit.resident) > fit.half_l2;
+  const int64_t bytes = !fills_l2 ? 0 : body_bytes < fit.stash_bytes ? (body_bytes + 15) / 16 * 16 : fit.stash_bytes;
   const int64_t stash = bytes / static_cast<int64_t>(sizeof(Pack<T, N>));
   kernel<<<grid_for(l.rows), kStreamingThreads, bytes, l.stream>>>(
       l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec, stash);

@@ -559,7 +559,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads, 2)
 rmsnorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
                          int64_t rows, int64_t cols, float inv_cols, float eps) {
   constexpr int N = kPerPack<T>;
-  constexpr int kUnrollSum = 4, kUnrollNorm = 2;  // more spilled within 64 registers
+  constexpr int kUnrollSum = 4, kUnrollNorm = 2;
   constexpr int64_t kStep = kMaxBlockThreads;
   __shared__ float slots[2][32];
   const int tid = threadIdx.x;
