@@ -652,17 +652,25 @@ __device__ __forceinline__ void store_edge(T* yr, const T* __restrict__ weight, 
 // this path), so every slot of every lane is in the row and the per-slot tests
 // vanish at compile time: a quarter to a third less code. Bandwidth is the same
 // (H200, 256 MiB), a launch of a few rows is faster: 3 x 128 halves 2.5 -> 2.0 us,
-// 5 x 512 floats 2.3 -> 1.7 us. Not for bf16: its float slice spilled there and
-// lost a point of bandwidth.
+// 5 x 512 floats 2.3 -> 1.7 us.
+// METHOD >= 0 fixes the method at compile time, as in the block kernel: the full
+// 16-bit rows of 4 to 16 lanes take it. bf16 needs it to be full at all (with all
+// three methods in one kernel its float slice spilled and lost a point), and
+// gains: H200, 256 MiB, % of a copy in the same rounds, bf16 128 columns 94.9 ->
+// 96.4 and 95.0 -> 95.6 (two runs), bf16 256 95.4 -> 96.0 and 95.3 -> 97.1; fp16
+// 128 within the runs' spread (+0.1 to +0.6). Rows of 32 lanes (fp16 1,024
+// columns) and fp32 rows lost 0.1-2.3 points with it and keep the run-time method.
+// (ptxas spills 4 bytes in fp16's one-pass kernel, the method kept to show its failure.)
 // Blocks of 64 threads rather than 128: a finished block frees its slots
 // sooner, for the next one (H200, 256 MiB, % of a copy in the same rounds:
 // fp32 512 columns 99.6 against 97.8, fp16 128 columns 96.2 against 95.2).
 // 1,024 threads per SM: 64 registers a thread.
-template <typename T, int N, bool PEEL, int G, int VPT, bool FULL>
+template <typename T, int N, bool PEEL, int G, int VPT, bool FULL, int METHOD = -1>
 __global__ void __launch_bounds__(kWarpPathThreads, 1024 / kWarpPathThreads)
 layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                       T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps,
                       int method, bool wb_vec) {
+  if constexpr (METHOD >= 0) method = METHOD;
   constexpr int kRowsPerWarp = 32 / G;
   constexpr int kRowsPerBlock = kWarpPathThreads / G;
   static_assert(!PEEL || G >= 2 * (N - 1), "every head/tail element needs a lane");
@@ -1067,11 +1075,22 @@ template <typename T, int N, bool PEEL, int G, int VPT>
 cudaError_t launch_warp(const Launch<T>& l) {
   constexpr int64_t kRowsPerBlock = kWarpPathThreads / G;
   const unsigned grid = grid_for((l.rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  if constexpr (!PEEL && N > 1 && !std::is_same_v<T, __nv_bfloat16>) {
-    if (l.cols == static_cast<int64_t>(G) * VPT * N) {
-      layernorm_warp_kernel<T, N, false, G, VPT, true><<<grid, kWarpPathThreads, 0, l.stream>>>(
-          l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
-      return cudaGetLastError();
+  if constexpr (!PEEL && N > 1) {
+    if (l.cols == static_cast<int64_t>(G) * VPT * N) {  // full rows (see the kernel)
+      if constexpr (sizeof(T) == 2 && G < 32) {
+        const auto run = [&](auto m) {
+          layernorm_warp_kernel<T, N, false, G, VPT, true, decltype(m)::value><<<grid, kWarpPathThreads, 0, l.stream>>>(
+              l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
+        };
+        if (l.method == 0) run(std::integral_constant<int, 0>{});
+        else if (l.method == 1) run(std::integral_constant<int, 1>{});
+        else run(std::integral_constant<int, 2>{});
+        return cudaGetLastError();
+      } else if constexpr (!std::is_same_v<T, __nv_bfloat16>) {
+        layernorm_warp_kernel<T, N, false, G, VPT, true><<<grid, kWarpPathThreads, 0, l.stream>>>(
+            l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
+        return cudaGetLastError();
+      }
     }
   }
   layernorm_warp_kernel<T, N, PEEL, G, VPT, false><<<grid, kWarpPathThreads, 0, l.stream>>>(
