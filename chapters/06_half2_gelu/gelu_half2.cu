@@ -65,9 +65,9 @@
 //                two packs a thread; copy ~3,920-3,950 / 4,170-4,190 GB/s; chapter
 //                notebook): erf form fp16 97.4 / 98.7%, bf16 97.5 / 98.7%, fp32 98.6 / 99.7%;
 //                tanh form fp16 98.3 / 99.2%, bf16 98.0 / 99.3%, fp32 98.7 / 99.8%. NVIDIA
-//                H100 (code c50ec43, the same launches; one pack a thread; copy
+//                H100 (code fbff51a, the same launches; one pack a thread; copy
 //                ~2,850-2,870 / 2,990 GB/s; book/results/ladder.json and sweep-h100.json):
-//                99.8-100.5% in every dtype and both forms.
+//                99.9-100.5% in every dtype and both forms.
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
