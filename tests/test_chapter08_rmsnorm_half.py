@@ -50,9 +50,10 @@ def test_many_rows_short_and_odd(ops, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_many_rows_of_a_few_packs(ops, dtype):
-    # More than 256 aligned rows of at most 8 packs: groups of 4 lanes. 1 to 8 packs
-    # and row counts that leave the last block part full.
-    for cols in (8, 16, 24, 32, 40, 56, 64):
+    # More than 256 aligned rows of at most 8 packs: groups of 1, 2 or 4 lanes. 1 to 8
+    # packs (4 columns: one fp32 pack, unaligned 16-bit rows) and row counts that leave
+    # the last block part full.
+    for cols in (4, 8, 16, 24, 32, 40, 56, 64):
         for rows in (257, 4099):
             inputs = OP.make_inputs((rows, cols), dtype, "cuda")
             out = torch.full_like(inputs["x"], float("nan"))

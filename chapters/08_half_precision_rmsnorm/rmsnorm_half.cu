@@ -67,7 +67,7 @@
 // must not alias x. rows <= 0 or cols <= 0: nothing to do. Rows past 4,096 packs
 // take the streaming path (x read twice), one block of 512 threads per row: fine
 // for many rows, slow for a handful of very long ones. Inputs must be finite with
-// a finite fp32 sum of squares (|x| below about 1e19). 100 kernels: 10-17 s to
+// a finite fp32 sum of squares (|x| below about 1e19). 106 kernels: 10-17 s to
 // compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
@@ -634,15 +634,20 @@ void launch_rows(int vpt, const T* x, const T* w, T* y, int64_t rows, int cols, 
       return;
     }
   }
+  // Groups of 1 or 2 lanes hold rows of that many packs: one pack a lane, vpt 1.
+  constexpr bool kMorePacks = G > 2;
   switch (vpt) {
     case 1: rmsnorm_rows_kernel<T, G, 1, kAligned><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
-    case 2: rmsnorm_rows_kernel<T, G, 2, kAligned><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    case 2:
+      if constexpr (kMorePacks)
+        rmsnorm_rows_kernel<T, G, 2, kAligned><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+      break;
     case 3:
-      if constexpr (sizeof(T) != 4 || G == 32)
+      if constexpr (kMorePacks && (sizeof(T) != 4 || G == 32))
         rmsnorm_rows_kernel<T, G, 3, kAligned><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
       break;
     default:
-      if constexpr (sizeof(T) != 4 || G == 32)
+      if constexpr (kMorePacks && (sizeof(T) != 4 || G == 32))
         rmsnorm_rows_kernel<T, G, 4, kAligned><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
       break;
   }
@@ -688,15 +693,22 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
     // with 8, a row of 4 packs leaves half the lanes idle. H200, 256 MiB, % of a
     // copy with 8 lanes -> 4, same rounds: 32 columns bf16 77.0 -> 98.0, fp16
     // 82.3 -> 98.8; 16 floats 84.3 -> 98.4; 64 halves and 32 floats unchanged
-    // (99.0 -> 99.2, 97.9 -> 98.3). Rows of 1 or 2 packs still leave lanes idle
-    // (16 bf16 columns 41.6 -> 77.6, 8 floats 58.2 -> 85.5). A few rows keep 8
-    // lanes, as more threads finish sooner (32 rows of 32 floats: 1.3 us with 8,
-    // 1.5 with 4), and so does the peeled path: a head or tail element per lane.
+    // (99.0 -> 99.2, 97.9 -> 98.3). Rows of 1 or 2 packs take a group of that
+    // many lanes, a pack each (same rounds, 4 lanes -> 1 or 2: 8 bf16 columns 42.1
+    // -> 98.6, 16 bf16 76.8 -> 97.4 and 77.8 -> 99.0, 16 fp16 83.4 -> 98.7, 4
+    // floats 59.7 -> 98.7, 8 floats 84.8 -> 96.8 and 85.4 -> 97.4; torch.compile
+    // 97.9-99.3). A few rows keep 8 lanes, as more threads finish sooner (32 rows
+    // of 32 floats: 1.3 us with 8, 1.5 with 4), and so does the peeled path: a head
+    // or tail element per lane.
     const int lane_packs = sizeof(T) == 4 ? 2 : kMaxGroupPacks;
-    const int g = kAligned && packs <= 8 && rows > kFewRows ? 4
+    const bool many_aligned = kAligned && rows > kFewRows;
+    const int g = many_aligned && packs <= 2 ? packs
+                  : many_aligned && packs <= 8 ? 4
                   : packs <= 8 * lane_packs ? 8 : packs <= 16 * lane_packs ? 16 : 32;
     const int vpt = packs == 0 ? 1 : (packs + g - 1) / g;
     if constexpr (kAligned) {
+      if (g == 1) return launch_rows<T, 1, true>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
+      if (g == 2) return launch_rows<T, 2, true>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
       if (g == 4) return launch_rows<T, 4, true>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
     }
     if (g == 8) launch_rows<T, 8, kAligned>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
