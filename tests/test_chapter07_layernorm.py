@@ -119,6 +119,26 @@ def test_short_power_of_two_rows_with_partial_warps(ops, method, dtype, cols):
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_many_rows_of_a_few_vectors(ops, method, dtype):
+    # More than 256 aligned rows of 1 to 4 vectors: one or two lanes a row. Row counts
+    # that leave the last warp and block part full; 4 columns is one fp32 vector and an
+    # unaligned 16-bit row; weight and bias present and absent; out filled with NaN.
+    # Rows sit at an offset except for the one-pass method, which cancels there.
+    offset = 0.0 if method == STAGE.variant("one-pass") else 5.0
+    for cols in (4, 8, 12, 16, 24, 32):
+        for rows in (257, 4099):
+            x = (torch.randn(rows, cols, device="cuda") * 3 + offset).to(dtype)
+            w, b = (torch.rand(cols, device="cuda") + 0.5).to(dtype), torch.randn(cols, device="cuda").to(dtype)
+            out = torch.full_like(x, float("nan"))
+            ops.layer_norm_out(x, w, b, OP.eps, method, out)
+            OP.check(out, reference.layer_norm(x, w, b, OP.eps), dtype, f"{rows} x {cols}")
+            plain = ops.layer_norm(x, None, None, OP.eps, method)
+            OP.check(plain, reference.layer_norm(x, torch.ones_like(w), torch.zeros_like(b), OP.eps), dtype,
+                     f"{rows} x {cols}, no weight or bias")
+
+
+@pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_many_rows_two_per_block(ops, method, dtype):
     # At least 2,048 rows of 257 to 2,048 aligned vectors go two rows to a block.
     # An odd row count leaves the last block one row; lengths that do and do not

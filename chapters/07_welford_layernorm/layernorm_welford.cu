@@ -1179,6 +1179,13 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     leave each lane at most kWarpPathVpt vectors (2 for fp32, 4 otherwise),
 //     then 32 lanes x 4. A 128-half row: 4 lanes x 4, 32 rows per block; a
 //     128-float row: 16 lanes x 2 float4; a 512-float or 1,024-half row: 32 x 4.
+//     Many aligned rows of 1 to 4 vectors go to one lane (1 or 2 vectors) or
+//     two (3 or 4 vectors, 2 each): with 4 lanes most of them held nothing.
+//     H200, 256 MiB, % of a copy in the same rounds, 4 lanes -> this
+//     (torch.compile): 8 halves 20 -> 93 (99), 16 halves 37-38 -> 97 (99-100),
+//     32 halves 64-67 -> 96-98 (99), 8 floats 55 -> 97 (99), 16 floats 86 -> 99
+//     (100); 24 halves (3 vectors) 52 -> 78 (99). Two lanes of 1 vector each for
+//     16 halves: 88; one lane of 4 vectors for 32 halves: 74-75.
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     8,192 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
@@ -1212,6 +1219,11 @@ cudaError_t launch_rows(const Launch<T>& l) {
   const int64_t nvec = l.cols / N;  // a row's body has at most this many vectors
   constexpr int V = kWarpPathVpt<N>;
   if constexpr (!PEEL) {  // the peeled path needs 16 lanes for a row's head and tail
+    if (l.rows > kFewRows && nvec <= 4) {  // many rows of 1 to 4 vectors: see above
+      if (nvec == 1) return launch_warp<T, N, PEEL, 1, 1>(l);
+      if (nvec == 2) return launch_warp<T, N, PEEL, 1, 2>(l);
+      return launch_warp<T, N, PEEL, 2, 2>(l);
+    }
     if (nvec <= 4 * V) return launch_warp<T, N, PEEL, 4, V>(l);
     if (nvec <= 8 * V) return launch_warp<T, N, PEEL, 8, V>(l);
   }
