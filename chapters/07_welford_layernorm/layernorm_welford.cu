@@ -81,13 +81,14 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved, rows of 1,024 / 4,096 / 16,384, 2026-11-23, code 57a2995. NVIDIA H100
-//                (copy ~2,850-2,970 GB/s; book/results/ladder.json): fp32 99.6 / 100.2 / 96.6%,
-//                fp16 97.9 / 99.7 / 96.8%, bf16 99.0 / 99.5 / 97.0%. NVIDIA H200 (copy
-//                ~3,940-4,070 GB/s; chapter notebook): fp32 97.7 / 97.8 / 93.5%, fp16 97.4 /
-//                96.8 / 93.9%, bf16 97.0 / 96.6 / 93.1%.
+//                moved, rows of 1,024 / 4,096 / 16,384, 2026-11-23. NVIDIA H100 (code 57a2995,
+//                the same kernels at these lengths; copy ~2,850-2,970 GB/s;
+//                book/results/ladder.json): fp32 99.6 / 100.2 / 96.6%, fp16 97.9 / 99.7 / 96.8%,
+//                bf16 99.0 / 99.5 / 97.0%. NVIDIA H200 (code 9d80830; copy ~3,940-4,040 GB/s;
+//                chapter notebook): fp32 97.2 / 97.5 / 93.1%, fp16 96.4 / 96.3 / 93.7%, bf16
+//                97.1 / 95.7 / 92.5%.
 //                65,536-column rows (streaming, stashed): H100 fp32 67%, fp16/bf16 79%; H200
-//                fp32 61%, fp16/bf16 68-69%.
+//                fp32 62%, fp16/bf16 68-69%.
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
