@@ -54,7 +54,7 @@
 //   * scalar: x and y misaligned differently; element by element, still one
 //     read of x.
 //   Row lengths, in vectors of the path (4 floats, 8 halves, or 1 element):
-//   * <= 128 vectors (fp32 <= 512, fp16/bf16 <= 1,024 columns): 4 to 32 lanes
+//   * <= 128 vectors (fp32 <= 512, fp16/bf16 <= 1,024 columns): 1 to 32 lanes
 //     per row, several rows per warp and per 64-thread block; the statistics
 //     are merged with shuffles alone, no shared memory and no barrier.
 //   * <= 4,096 vectors (fp32 <= 16,384, fp16/bf16 <= 32,768 columns; 16,384 on
@@ -345,8 +345,8 @@ __device__ __forceinline__ float thread_sum_sq(const Pack<T, N> (&v)[VPT], int n
 
 // ---- reductions across the threads of a row ---------------------------------------
 
-// G consecutive lanes own one row (G = 2..32). Tree merge: at each step lane i
-// takes lane i + o's statistics (__shfl_down_sync within the group of G) and
+// G consecutive lanes own one row (G = 1..32: a lone lane has nothing to merge).
+// Tree merge: at each step lane i takes lane i + o's statistics (__shfl_down_sync within the group of G) and
 // merges them on its right, so the group's first lane ends with the row's
 // statistics (the other lanes hold partial or meaningless values). A butterfly
 // (xor) would leave the result in every lane, but Chan's merge is not symmetric

@@ -15,7 +15,7 @@
 //     a half row moves twice the elements per instruction of a float row.
 //   * Several rows per block for short rows. One block per row of 128 halves leaves
 //     most of the block idle and spends a barrier on 256 bytes; here a group of
-//     4, 8, 16 or 32 lanes owns a row (aligned fp32: two rows at once), a block of 64
+//     1 to 32 lanes owns a row (aligned fp32: two rows at once), a block of 64
 //     threads (32 for aligned fp32) holds 2 to 8 rows, and the row's sum is a
 //     shuffle within the group, with no __syncthreads.
 //   * Peeled heads and tails. Chapter 05 took a scalar path for a whole launch as
@@ -39,8 +39,9 @@
 //
 // Paths, picked per launch from the row length (P = whole 16-byte packs per row):
 //   * P <= 128 (up to 1,031 halves or 515 floats): G = 8, 16 or 32 lanes per row
-//     (the fewest that hold the row in <= 4 packs a lane), 4 for many aligned
-//     rows of at most 8 packs, 64 threads, 64 / G rows per block; shuffle reduction
+//     (the fewest that hold the row in <= 4 packs a lane); for many aligned rows,
+//     1 or 2 (a pack a lane) for rows of 1 or 2 packs and 4 for up to 8 packs.
+//     64 threads, 64 / G rows per block; shuffle reduction
 //     within the G lanes. Aligned fp32 rows: 32-thread blocks, each group of G
 //     lanes taking two rows at once.
 //   * P <= 4,096 (32,768 halves or 16,384 floats, plus a partial pack): one block
