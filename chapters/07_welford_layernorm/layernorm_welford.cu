@@ -346,13 +346,13 @@ __device__ __forceinline__ float thread_sum_sq(const Pack<T, N> (&v)[VPT], int n
 // ---- reductions across the threads of a row ---------------------------------------
 
 // G consecutive lanes own one row (G = 1..32: a lone lane has nothing to merge).
-// Tree merge: at each step lane i takes lane i + o's statistics (__shfl_down_sync within the group of G) and
-// merges them on its right, so the group's first lane ends with the row's
-// statistics (the other lanes hold partial or meaningless values). A butterfly
-// (xor) would leave the result in every lane, but Chan's merge is not symmetric
-// in rounding: the two partners would end with slightly different statistics,
-// and the row would be normalized with more than one mean. Broadcasting the
-// first lane's result afterwards costs two shuffles and gives every lane the
+// Tree merge: at each step lane i takes lane i + o's statistics (__shfl_down_sync
+// within the group of G) and merges them on its right, so the group's first lane
+// ends with the row's statistics (the other lanes hold partial or meaningless
+// values). A butterfly (xor) would leave the result in every lane, but Chan's merge
+// is not symmetric in rounding: the two partners would end with slightly different
+// statistics, and the row would be normalized with more than one mean. Broadcasting
+// the first lane's result afterwards costs two shuffles and gives every lane the
 // same bits.
 template <int G>
 __device__ __forceinline__ Stats group_merge(Stats s) {
