@@ -84,11 +84,11 @@
 //                moved, rows of 1,024 / 4,096 / 16,384, 2026-11-23. NVIDIA H100 (code 57a2995,
 //                the same kernels at these lengths; copy ~2,850-2,970 GB/s;
 //                book/results/ladder.json): fp32 99.6 / 100.2 / 96.6%, fp16 97.9 / 99.7 / 96.8%,
-//                bf16 99.0 / 99.5 / 97.0%. NVIDIA H200 (code 9d80830; copy ~3,940-4,040 GB/s;
-//                chapter notebook): fp32 97.2 / 97.5 / 93.1%, fp16 96.4 / 96.3 / 93.7%, bf16
-//                97.1 / 95.7 / 92.5%.
+//                bf16 99.0 / 99.5 / 97.0%. NVIDIA H200 (code 898a092; copy ~3,950-4,050 GB/s;
+//                chapter notebook): fp32 97.4 / 96.8 / 92.5%, fp16 96.2 / 96.7 / 93.9%, bf16
+//                97.2 / 95.3 / 93.3%.
 //                65,536-column rows (streaming, stashed): H100 fp32 67%, fp16/bf16 79%; H200
-//                fp32 62%, fp16/bf16 68-69%.
+//                fp32 61%, fp16/bf16 69%.
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
