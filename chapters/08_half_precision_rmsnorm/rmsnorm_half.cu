@@ -16,7 +16,7 @@
 //   * Several rows per block for short rows. One block per row of 128 halves leaves
 //     most of the block idle and spends a barrier on 256 bytes; here a group of
 //     1 to 32 lanes owns a row (aligned fp32: two rows at once), a block of 64
-//     threads (32 for aligned fp32) holds 2 to 8 rows, and the row's sum is a
+//     threads (32 for aligned fp32) holds 2 to 64 rows, and the row's sum is a
 //     shuffle within the group, with no __syncthreads.
 //   * Peeled heads and tails. Chapter 05 took a scalar path for a whole launch as
 //     soon as one row was misaligned. With 769 halves per row, row r starts at byte
@@ -447,7 +447,7 @@ __device__ __forceinline__ void normalize_rows(const T* __restrict__ x, const ui
 // take consecutive rows and leave the row loop together (the loop tests the
 // warp's first row), so every full-warp shuffle has all 32 lanes; a group past
 // the last row just contributes zeros.
-// Blocks of 64 threads (2 to 8 rows): a block is retired and replaced at a
+// Blocks of 64 threads (2 to 64 rows): a block is retired and replaced at a
 // finer grain than a 256-thread one, so fewer thread slots sit idle while the
 // last rows of a block finish (H200, 256 MiB, % of a copy with 64 against 256
 // threads in the same rounds: fp32 128 columns 99.1 / 97.2, 512 columns 99.5 /
