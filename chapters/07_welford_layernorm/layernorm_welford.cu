@@ -661,7 +661,8 @@ __device__ __forceinline__ void store_edge(T* yr, const T* __restrict__ weight, 
 // 96.4 and 95.0 -> 95.6 (two runs), bf16 256 95.4 -> 96.0 and 95.3 -> 97.1; fp16
 // 128 within the runs' spread (+0.1 to +0.6). Rows of 32 lanes (fp16 1,024
 // columns) and fp32 rows lost 0.1-2.3 points with it and keep the run-time method.
-// (ptxas spills 4 bytes in fp16's one-pass kernel, the method kept to show its failure.)
+// fp16's one-pass (method 2) keeps the run-time kernel: with the method fixed,
+// ptxas spilled 4 bytes there.
 // Blocks of 64 threads rather than 128: a finished block frees its slots
 // sooner, for the next one (H200, 256 MiB, % of a copy in the same rounds:
 // fp32 512 columns 99.6 against 97.8, fp16 128 columns 96.2 against 95.2).
@@ -1078,16 +1079,18 @@ cudaError_t launch_warp(const Launch<T>& l) {
   const unsigned grid = grid_for((l.rows + kRowsPerBlock - 1) / kRowsPerBlock);
   if constexpr (!PEEL && N > 1) {
     if (l.cols == static_cast<int64_t>(G) * VPT * N) {  // full rows (see the kernel)
+      constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
       if constexpr (sizeof(T) == 2 && G < 32) {
         const auto run = [&](auto m) {
           layernorm_warp_kernel<T, N, false, G, VPT, true, decltype(m)::value><<<grid, kWarpPathThreads, 0, l.stream>>>(
               l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
+          return cudaGetLastError();
         };
-        if (l.method == 0) run(std::integral_constant<int, 0>{});
-        else if (l.method == 1) run(std::integral_constant<int, 1>{});
-        else run(std::integral_constant<int, 2>{});
-        return cudaGetLastError();
-      } else if constexpr (!std::is_same_v<T, __nv_bfloat16>) {
+        if (l.method == 0) return run(std::integral_constant<int, 0>{});
+        if (l.method == 1) return run(std::integral_constant<int, 1>{});
+        if constexpr (kBf16) return run(std::integral_constant<int, 2>{});
+      }
+      if constexpr (!kBf16) {
         layernorm_warp_kernel<T, N, false, G, VPT, true><<<grid, kWarpPathThreads, 0, l.stream>>>(
             l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
         return cudaGetLastError();
