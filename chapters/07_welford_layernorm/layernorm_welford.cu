@@ -655,14 +655,14 @@ __device__ __forceinline__ void store_edge(T* yr, const T* __restrict__ weight, 
 // (H200, 256 MiB), a launch of a few rows is faster: 3 x 128 halves 2.5 -> 2.0 us,
 // 5 x 512 floats 2.3 -> 1.7 us.
 // METHOD >= 0 fixes the method at compile time, as in the block kernel: the full
-// 16-bit rows of 4 to 16 lanes take it. bf16 needs it to be full at all (with all
-// three methods in one kernel its float slice spilled and lost a point), and
-// gains: H200, 256 MiB, % of a copy in the same rounds, bf16 128 columns 94.9 ->
-// 96.4 and 95.0 -> 95.6 (two runs), bf16 256 95.4 -> 96.0 and 95.3 -> 97.1; fp16
-// 128 within the runs' spread (+0.1 to +0.6). Rows of 32 lanes (fp16 1,024
-// columns) and fp32 rows lost 0.1-2.3 points with it and keep the run-time method.
-// fp16's one-pass (method 2) keeps the run-time kernel: with the method fixed,
-// ptxas spilled 4 bytes there.
+// 16-bit rows of 1 to 16 lanes take it. Only with it does bf16 take the full-row
+// kernel at all (with all three methods in one kernel its float slice spilled and
+// lost a point), and it gains: H200, 256 MiB, % of a copy in the same rounds, bf16
+// 128 columns 94.9 -> 96.4 and 95.0 -> 95.6 (two runs), bf16 256 95.4 -> 96.0 and
+// 95.3 -> 97.1; fp16 128 within the runs' spread (+0.1 to +0.6). Rows of 32 lanes
+// (fp16 1,024 columns) and fp32 rows lost 0.1-2.3 points with it and keep the
+// run-time method. So does fp16's one-pass (method 2): with the method fixed, ptxas
+// spilled 4 bytes there.
 // Blocks of 64 threads rather than 128: a finished block frees its slots
 // sooner, for the next one (H200, 256 MiB, % of a copy in the same rounds:
 // fp32 512 columns 99.6 against 97.8, fp16 128 columns 96.2 against 95.2).

@@ -41,9 +41,9 @@
 //   * P <= 128 (up to 1,031 halves or 515 floats): G = 8, 16 or 32 lanes per row
 //     (the fewest that hold the row in <= 4 packs a lane); for many aligned rows,
 //     1 or 2 (a pack a lane) for rows of 1 or 2 packs and 4 for up to 8 packs.
-//     64 threads, 64 / G rows per block; shuffle reduction
-//     within the G lanes. Aligned fp32 rows: 32-thread blocks, each group of G
-//     lanes taking two rows at once.
+//     64 threads, 64 / G rows per block; shuffle reduction within the G lanes.
+//     Aligned fp32 rows: 32-thread blocks, each group of G lanes taking two rows
+//     at once.
 //   * P <= 4,096 (32,768 halves or 16,384 floats, plus a partial pack): one block
 //     per row, the row in registers. VPT packs per thread and a block of P / VPT
 //     threads rounded up to a warp, at most 512: VPT starts at 4 (2 for at most 256
