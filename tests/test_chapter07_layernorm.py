@@ -25,6 +25,16 @@ def run(ops, x, w, b, method):
     return ops.layer_norm(x, w, b, OP.eps, method)
 
 
+def spread_rows(rows, cols, dtype, method):
+    """rows x cols of N(0, 9) values, offset by 5 for the stable methods and each row
+    centered for the one-pass one: a short uncentered row can sit far from zero
+    against its own spread (four values near 2.4), and the one-pass formula then
+    cancels even without an offset."""
+    x = torch.randn(rows, cols, device="cuda") * 3
+    x = x - x.mean(dim=1, keepdim=True) if method == STAGE.variant("one-pass") else x + 5.0
+    return x.to(dtype)
+
+
 @pytest.mark.parametrize("method", STABLE)
 @pytest.mark.parametrize("offset", [0.0, 1e2, 1e3, 1e4])
 @pytest.mark.parametrize("cols", [1, 7, 128, 769, 4096, 65536])
@@ -123,11 +133,9 @@ def test_many_rows_of_a_few_vectors(ops, method, dtype):
     # More than 256 aligned rows of 1 to 4 vectors: one or two lanes a row. Row counts
     # that leave the last warp and block part full; 4 columns is one fp32 vector and an
     # unaligned 16-bit row; weight and bias present and absent; out filled with NaN.
-    # Rows sit at an offset except for the one-pass method, which cancels there.
-    offset = 0.0 if method == STAGE.variant("one-pass") else 5.0
     for cols in (4, 8, 12, 16, 24, 32):
         for rows in (257, 4099):
-            x = (torch.randn(rows, cols, device="cuda") * 3 + offset).to(dtype)
+            x = spread_rows(rows, cols, dtype, method)
             w, b = (torch.rand(cols, device="cuda") + 0.5).to(dtype), torch.randn(cols, device="cuda").to(dtype)
             out = torch.full_like(x, float("nan"))
             ops.layer_norm_out(x, w, b, OP.eps, method, out)
@@ -135,6 +143,27 @@ def test_many_rows_of_a_few_vectors(ops, method, dtype):
             plain = ops.layer_norm(x, None, None, OP.eps, method)
             OP.check(plain, reference.layer_norm(x, torch.ones_like(w), torch.zeros_like(b), OP.eps), dtype,
                      f"{rows} x {cols}, no weight or bias")
+
+
+@pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_few_rows_one_block_each(ops, method, dtype):
+    # At most 256 aligned rows of 9 to 2,048 vectors: one block a row (32 to 1,024
+    # threads), weight and bias loaded with the row. Lengths that fill every
+    # thread's slots and lengths that leave some empty; weight and bias both, one,
+    # or none; out filled with NaN.
+    vec = 16 // torch.tensor([], dtype=dtype).element_size()
+    for nvec in (9, 32, 33, 100, 128, 200, 512, 700, 1024, 1500, 2048):
+        cols = nvec * vec
+        for rows in (1, 37, 256):
+            x = spread_rows(rows, cols, dtype, method)
+            w, b = (torch.rand(cols, device="cuda") + 0.5).to(dtype), torch.randn(cols, device="cuda").to(dtype)
+            ones, zeros = torch.ones_like(w), torch.zeros_like(b)
+            for wt, bt, rw, rb in ((w, b, w, b), (w, None, w, zeros), (None, None, ones, zeros)):
+                out = torch.full_like(x, float("nan"))
+                ops.layer_norm_out(x, wt, bt, OP.eps, method, out)
+                OP.check(out, reference.layer_norm(x, rw, rb, OP.eps), dtype,
+                         f"{rows} x {cols}, weight {wt is not None}, bias {bt is not None}")
 
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])

@@ -53,7 +53,13 @@
 //     the body starts at a multiple of the vector width, else element-wise).
 //   * scalar: x and y misaligned differently; element by element, still one
 //     read of x.
-//   Row lengths, in vectors of the path (4 floats, 8 halves, or 1 element):
+//   Row lengths, in vectors of the path (4 floats, 8 halves, or 1 element), for
+//   the rows not taken by the first case:
+//   * a few aligned rows (at most 256, a launch of one wave) of 9 to 2,048
+//     vectors: one block per row, 32 to 1,024 threads of one or two vectors,
+//     with weight and bias loaded together with x. The time of such a launch is
+//     latency: the shortest chain of loads and reductions wins, not the fewest
+//     threads.
 //   * <= 128 vectors (fp32 <= 512, fp16/bf16 <= 1,024 columns): 1 to 32 lanes
 //     per row, several rows per warp and per 64-thread block; the statistics
 //     are merged with shuffles alone, no shared memory and no barrier.
@@ -109,6 +115,7 @@ template <int N> constexpr int kWarpPathVpt = N == 4 ? 2 : 4;
 constexpr int kMaxGrid = 65535;                 // blocks loop over the rows beyond
 constexpr int64_t kManyRows = 2048;             // "many rows": see launch_rows
 constexpr int64_t kFewRows = 256;               // "few rows": see launch_rows
+constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on the short-row path
 constexpr unsigned kFullMask = 0xffffffffu;
 
 // ---- element conversions: intrinsics only (torch builds with the half operators off)
@@ -756,6 +763,10 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // from its own guess, which spilled a few bytes here and there.
 template <int THREADS, int VPT>
 constexpr int kBlocksPerSm = (VPT >= 32 ? 512 : 1024) / THREADS;
+// A few-rows launch is one wave of at most kFewRows blocks: two blocks per SM
+// cover it, and the registers then hold weight and bias next to the row.
+template <int THREADS>
+constexpr int kFewRowsBlocksPerSm = THREADS >= 1024 ? 1 : THREADS >= 256 ? 2 : 1024 / THREADS;
 
 // One row per block of THREADS threads, VPT vectors per thread held in
 // registers. THREADS is a compile-time constant so that slot k's address is the
@@ -767,7 +778,7 @@ constexpr int kBlocksPerSm = (VPT >= 32 ? 512 : 1024) / THREADS;
 // wave, whose time is latency, is 1-3% faster (H200, 32 x 4,096 halves:
 // 2.73 -> 2.66 us; 256 x 4,096 floats: 4.8 -> 4.7 us).
 template <typename T, int N, bool PEEL, int THREADS, int VPT, int METHOD = -1>
-__global__ void __launch_bounds__(THREADS, kBlocksPerSm<THREADS, VPT>)
+__global__ void __launch_bounds__(THREADS, METHOD >= 0 ? kFewRowsBlocksPerSm<THREADS> : kBlocksPerSm<THREADS, VPT>)
 layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                        T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps,
                        int method, bool wb_vec) {
@@ -775,9 +786,9 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
   using P = Pack<T, N>;
   constexpr int kWarps = THREADS / 32;
   // Weight and bias are loaded before the reduction only for the few-rows
-  // configurations (one or two vectors a thread): there a launch is one wave and
-  // its time is latency; elsewhere they would hold registers across it.
-  constexpr bool kEarlyAffine = VPT <= 2;
+  // launches (METHOD fixed): there a launch is one wave and its time is latency;
+  // elsewhere they would hold registers across it.
+  constexpr bool kEarlyAffine = METHOD >= 0;
   // A slice of 3 or 4 whole vectors (at most 32 elements) is converted to float
   // once, already shifted, and kept that way for the statistics and the
   // normalize: each element is then converted once, not twice, and its normalize
@@ -1073,6 +1084,14 @@ struct Launch {
 
 unsigned grid_for(int64_t blocks) { return static_cast<unsigned>(blocks < kMaxGrid ? blocks : kMaxGrid); }
 
+// The current GPU's SMs (0 if the query fails).
+int sm_count() {
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 0;
+  return sms;
+}
+
 template <typename T, int N, bool PEEL, int G, int VPT>
 cudaError_t launch_warp(const Launch<T>& l) {
   constexpr int64_t kRowsPerBlock = kWarpPathThreads / G;
@@ -1102,9 +1121,11 @@ cudaError_t launch_warp(const Launch<T>& l) {
   return cudaGetLastError();
 }
 
-template <typename T, int N, bool PEEL, int THREADS, int VPT>
+// FEW: a few-rows launch (see launch_rows): the method fixed at compile time and
+// weight and bias loaded with the row.
+template <typename T, int N, bool PEEL, int THREADS, int VPT, bool FEW = false>
 cudaError_t launch_block(const Launch<T>& l) {
-  if constexpr (VPT <= 2) {  // the few-rows configurations: one kernel per method
+  if constexpr (FEW) {
     const auto run = [&](auto m) {
       constexpr int kMethod = decltype(m)::value;
       layernorm_block_kernel<T, N, PEEL, THREADS, VPT, kMethod><<<grid_for(l.rows), THREADS, 0, l.stream>>>(
@@ -1179,6 +1200,21 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 }
 
 // Picks the kernel for rows of `cols` elements moved N at a time (nvec vectors).
+//   Few rows (<= kFewRows, one wave) of aligned vectors, more than
+//   kFewRowsMinVectors of them: the launch's time is latency, so one block per
+//   row and a row spread thin: 32 to 512 threads of one vector, 512 x 2, and
+//   for 1,025 to 2,048 vectors 1,024 x 2 when every row gets an SM of its own
+//   (with more rows, one such block per SM would take two waves: H200, 256 x
+//   8,192 floats 7.2 -> 8.7 us). Weight and bias are loaded with x, so the
+//   launch waits for memory once. H200, CUDA graph, before -> after (Liger):
+//   bf16 128 x 1,024 3.2 -> 2.4 us (2.4), fp16 256 x 128 2.5 -> 2.0 (2.0-2.1),
+//   fp16 1 x 1,024 2.0 -> 1.5 (1.5), fp32 64 x 8,192 5.1 -> 4.2 (3.9), bf16
+//   100 x 16,384 5.5 -> 5.1 (5.0). Before, these went to the short-row groups
+//   (one row per 1 to 32 lanes, weight and bias after the reduction) or to
+//   512-thread blocks of 4 vectors. Rows of 9 to 32 vectors: a 32-thread block
+//   beat the groups (fp16 256 x 128: 2.0 against 2.4-2.5 us); rows of up to 8
+//   vectors were not measured as blocks and stay with the groups.
+//   Otherwise:
 //   nvec <= 128: G lanes per row, the fewest (at least 4, 16 when peeled) that
 //     leave each lane at most kWarpPathVpt vectors (2 for fp32, 4 otherwise),
 //     then 32 lanes x 4. A 128-half row: 4 lanes x 4, 32 rows per block; a
@@ -1199,11 +1235,6 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     threads), 8 at 512 threads. 4 vectors a thread keep the slice in float
 //     registers (kFloatRow), which wins (H200, 4,096 columns: fp16 97% against
 //     92%, bf16 94% against 90%, one row per block).
-//     With few rows, latency counts: spreading a row over more threads
-//     finishes it sooner.
-//     So with <= 256 rows (one wave) and aligned vectors, a row of up to 1,024
-//     vectors takes 256 or 512 threads of one or two vectors, and weight and
-//     bias are loaded together with x, before the reduction.
 //     At 16,384 columns an H200 gets 93-94% of a copy (an H100 96-97%), and
 //     weight and bias are what is left: the same kernels without them reach
 //     96-100% (H200; measured, not shipped). With the row in registers there is
@@ -1222,6 +1253,17 @@ template <typename T, int N, bool PEEL>
 cudaError_t launch_rows(const Launch<T>& l) {
   const int64_t nvec = l.cols / N;  // a row's body has at most this many vectors
   constexpr int V = kWarpPathVpt<N>;
+  if constexpr (!PEEL && N > 1) {  // few rows of 16-byte vectors: latency (see above)
+    if (l.rows <= kFewRows && nvec > kFewRowsMinVectors) {
+      if (nvec <= 32) return launch_block<T, N, PEEL, 32, 1, true>(l);
+      if (nvec <= 64) return launch_block<T, N, PEEL, 64, 1, true>(l);
+      if (nvec <= 128) return launch_block<T, N, PEEL, 128, 1, true>(l);
+      if (nvec <= 256) return launch_block<T, N, PEEL, 256, 1, true>(l);
+      if (nvec <= 512) return launch_block<T, N, PEEL, 512, 1, true>(l);
+      if (nvec <= 1024) return launch_block<T, N, PEEL, 512, 2, true>(l);
+      if (nvec <= 2048 && l.rows <= sm_count()) return launch_block<T, N, PEEL, 1024, 2, true>(l);
+    }
+  }
   if constexpr (!PEEL) {  // the peeled path needs 16 lanes for a row's head and tail
     if (l.rows > kFewRows && nvec <= 4) {  // many rows of 1 to 4 vectors: see above
       if (nvec == 1) return launch_warp<T, N, PEEL, 1, 1>(l);
@@ -1234,13 +1276,6 @@ cudaError_t launch_rows(const Launch<T>& l) {
   if (nvec <= 16 * V) return launch_warp<T, N, PEEL, 16, V>(l);
   if (nvec <= 32 * V) return launch_warp<T, N, PEEL, 32, V>(l);
   if (V < 4 && nvec <= 32 * 4) return launch_warp<T, N, PEEL, 32, 4>(l);  // fp32, 257 to 512 columns
-  if constexpr (!PEEL && N > 1) {  // few rows of 16-byte vectors: latency
-    if (l.rows <= kFewRows) {
-      if (nvec <= 256) return launch_block<T, N, PEEL, 256, 1>(l);
-      if (nvec <= 512) return launch_block<T, N, PEEL, 512, 1>(l);
-      if (nvec <= 1024) return launch_block<T, N, PEEL, 512, 2>(l);
-    }
-  }
   if (nvec <= 64 * 4) return launch_block<T, N, PEEL, 64, 4>(l);
   if constexpr (!PEEL && N > 1) {  // many rows of 16-byte vectors: two rows per block
     if (l.rows >= kManyRows && nvec <= 512 * 4) {
