@@ -90,9 +90,9 @@
 //                moved, rows of 1,024 / 4,096 / 16,384, 2026-11-23. NVIDIA H100 (code 57a2995,
 //                the same kernels at these lengths; copy ~2,850-2,970 GB/s;
 //                book/results/ladder.json): fp32 99.6 / 100.2 / 96.6%, fp16 97.9 / 99.7 / 96.8%,
-//                bf16 99.0 / 99.5 / 97.0%. NVIDIA H200 (code 898a092; copy ~3,950-4,050 GB/s;
-//                chapter notebook): fp32 97.4 / 96.8 / 92.5%, fp16 96.2 / 96.7 / 93.9%, bf16
-//                97.2 / 95.3 / 93.3%.
+//                bf16 99.0 / 99.5 / 97.0%. NVIDIA H200 (code 1eb5568; copy ~3,920-4,060 GB/s;
+//                chapter notebook): fp32 98.0 / 98.1 / 93.2%, fp16 97.5 / 97.1 / 93.8%, bf16
+//                96.9 / 96.4 / 93.6%.
 //                65,536-column rows (streaming, stashed): H100 fp32 67%, fp16/bf16 79%; H200
 //                fp32 61%, fp16/bf16 69%.
 
