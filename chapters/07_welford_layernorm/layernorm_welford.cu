@@ -763,8 +763,10 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // from its own guess, which spilled a few bytes here and there.
 template <int THREADS, int VPT>
 constexpr int kBlocksPerSm = (VPT >= 32 ? 512 : 1024) / THREADS;
-// A few-rows launch is one wave of at most kFewRows blocks: two blocks per SM
-// cover it, and the registers then hold weight and bias next to the row.
+// A few-rows launch is one wave of at most kFewRows blocks (1,024-thread ones
+// at most one per SM): two blocks per SM cover it, so blocks of 256 or 512
+// threads may take 128 or 64 registers, room for weight and bias next to the
+// row; smaller blocks keep 64.
 template <int THREADS>
 constexpr int kFewRowsBlocksPerSm = THREADS >= 1024 ? 1 : THREADS >= 256 ? 2 : 1024 / THREADS;
 
@@ -1201,19 +1203,20 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 
 // Picks the kernel for rows of `cols` elements moved N at a time (nvec vectors).
 //   Few rows (<= kFewRows, one wave) of aligned vectors, more than
-//   kFewRowsMinVectors of them: the launch's time is latency, so one block per
-//   row and a row spread thin: 32 to 512 threads of one vector, 512 x 2, and
-//   for 1,025 to 2,048 vectors 1,024 x 2 when every row gets an SM of its own
-//   (with more rows, one such block per SM would take two waves: H200, 256 x
-//   8,192 floats 7.2 -> 8.7 us). Weight and bias are loaded with x, so the
-//   launch waits for memory once. H200, CUDA graph, before -> after (Liger):
-//   bf16 128 x 1,024 3.2 -> 2.4 us (2.4), fp16 256 x 128 2.5 -> 2.0 (2.0-2.1),
-//   fp16 1 x 1,024 2.0 -> 1.5 (1.5), fp32 64 x 8,192 5.1 -> 4.2 (3.9), bf16
-//   100 x 16,384 5.5 -> 5.1 (5.0). Before, these went to the short-row groups
-//   (one row per 1 to 32 lanes, weight and bias after the reduction) or to
-//   512-thread blocks of 4 vectors. Rows of 9 to 32 vectors: a 32-thread block
-//   beat the groups (fp16 256 x 128: 2.0 against 2.4-2.5 us); rows of up to 8
-//   vectors were not measured as blocks and stay with the groups.
+//   kFewRowsMinVectors of them: the launch's time is latency, so one block per row
+//   and a row spread thin: 32 to 512 threads of one vector, 512 x 2, and for 1,025
+//   to 2,048 vectors 1,024 x 2 when every row gets an SM of its own (with more
+//   rows, one such block per SM would take two waves: H200, 256 x 8,192 floats 7.2
+//   -> 8.7 us). Weight and bias are loaded with x, so the launch waits for memory
+//   once. H200, CUDA graph, before -> after (Liger): bf16 128 x 1,024 3.2 -> 2.4
+//   us (2.4), fp16 256 x 128 2.5 -> 2.0 (2.0-2.1), fp16 1 x 1,024 2.0 -> 1.5
+//   (1.5), fp32 64 x 8,192 5.1 -> 4.2 (3.9), bf16 100 x 16,384 5.5 -> 5.1 (5.0);
+//   H100 alike: bf16 128 x 1,024 3.3 -> 2.4 (2.5), fp32 64 x 8,192 5.4 -> 4.7
+//   (4.4). Before, these went to the short-row groups (one row per 1 to 32 lanes,
+//   weight and bias after the reduction) or to 512-thread blocks of 4 vectors.
+//   Rows of 9 to 32 vectors: a 32-thread block beat the groups (fp16 256 x 128:
+//   2.0 against 2.4-2.5 us); rows of up to 8 vectors were not measured as blocks
+//   and stay with the groups.
 //   Otherwise:
 //   nvec <= 128: G lanes per row, the fewest (at least 4, 16 when peeled) that
 //     leave each lane at most kWarpPathVpt vectors (2 for fp32, 4 otherwise),
