@@ -35,6 +35,20 @@ def spread_rows(rows, cols, dtype, method):
     return x.to(dtype)
 
 
+def check_weight_and_bias_cases(ops, x, method, label):
+    """x's rows normalized into a NaN-filled out with weight and bias both, weight
+    alone, and neither, each against the float64 reference."""
+    cols, dtype = x.shape[1], x.dtype
+    w = (torch.rand(cols, device=x.device) + 0.5).to(dtype)
+    b = torch.randn(cols, device=x.device).to(dtype)
+    ones, zeros = torch.ones_like(w), torch.zeros_like(b)
+    for wt, bt, rw, rb in ((w, b, w, b), (w, None, w, zeros), (None, None, ones, zeros)):
+        out = torch.full_like(x, float("nan"))
+        ops.layer_norm_out(x, wt, bt, OP.eps, method, out)
+        OP.check(out, reference.layer_norm(x, rw, rb, OP.eps), dtype,
+                 f"{label}, weight {wt is not None}, bias {bt is not None}")
+
+
 @pytest.mark.parametrize("method", STABLE)
 @pytest.mark.parametrize("offset", [0.0, 1e2, 1e3, 1e4])
 @pytest.mark.parametrize("cols", [1, 7, 128, 769, 4096, 65536])
@@ -132,17 +146,10 @@ def test_short_power_of_two_rows_with_partial_warps(ops, method, dtype, cols):
 def test_many_rows_of_a_few_vectors(ops, method, dtype):
     # More than 256 aligned rows of 1 to 4 vectors: one or two lanes a row. Row counts
     # that leave the last warp and block part full; 4 columns is one fp32 vector and an
-    # unaligned 16-bit row; weight and bias present and absent; out filled with NaN.
+    # unaligned 16-bit row; weight and bias both, one, or none; out filled with NaN.
     for cols in (4, 8, 12, 16, 24, 32):
         for rows in (257, 4099):
-            x = spread_rows(rows, cols, dtype, method)
-            w, b = (torch.rand(cols, device="cuda") + 0.5).to(dtype), torch.randn(cols, device="cuda").to(dtype)
-            out = torch.full_like(x, float("nan"))
-            ops.layer_norm_out(x, w, b, OP.eps, method, out)
-            OP.check(out, reference.layer_norm(x, w, b, OP.eps), dtype, f"{rows} x {cols}")
-            plain = ops.layer_norm(x, None, None, OP.eps, method)
-            OP.check(plain, reference.layer_norm(x, torch.ones_like(w), torch.zeros_like(b), OP.eps), dtype,
-                     f"{rows} x {cols}, no weight or bias")
+            check_weight_and_bias_cases(ops, spread_rows(rows, cols, dtype, method), method, f"{rows} x {cols}")
 
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
@@ -156,14 +163,7 @@ def test_few_rows_one_block_each(ops, method, dtype):
     for nvec in (9, 32, 33, 100, 128, 200, 512, 700, 1024, 1500, 2048):
         cols = nvec * vec
         for rows in (1, 37, 256):
-            x = spread_rows(rows, cols, dtype, method)
-            w, b = (torch.rand(cols, device="cuda") + 0.5).to(dtype), torch.randn(cols, device="cuda").to(dtype)
-            ones, zeros = torch.ones_like(w), torch.zeros_like(b)
-            for wt, bt, rw, rb in ((w, b, w, b), (w, None, w, zeros), (None, None, ones, zeros)):
-                out = torch.full_like(x, float("nan"))
-                ops.layer_norm_out(x, wt, bt, OP.eps, method, out)
-                OP.check(out, reference.layer_norm(x, rw, rb, OP.eps), dtype,
-                         f"{rows} x {cols}, weight {wt is not None}, bias {bt is not None}")
+            check_weight_and_bias_cases(ops, spread_rows(rows, cols, dtype, method), method, f"{rows} x {cols}")
 
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
