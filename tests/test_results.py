@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pytest
 
 from kernelbook import bench, plot, results, stages
@@ -31,6 +32,7 @@ def test_stored_results_plot(path, tmp_path):
                                                      dtype=first["dtype"])):
         out = tmp_path / "fig.png"
         fig.savefig(out)
+        plt.close(fig)  # the test run draws one per stored file: keep pyplot's open-figure count low
         assert out.stat().st_size > 10_000
 
 

@@ -132,6 +132,8 @@ def test_records_refuse_unflagged_impossible_or_noisy_results():
 
 
 def test_flagged_results_show_as_flagged_in_tables_and_plots(tmp_path):
+    import matplotlib.pyplot as plt
+
     from kernelbook import plot
 
     record = results.validate(record_with(result(2000.0, 0.5, "noisy (spread 0.50 > 0.1)")))
@@ -141,4 +143,5 @@ def test_flagged_results_show_as_flagged_in_tables_and_plots(tmp_path):
     assert "FLAGGED" in text and "2000" not in text
     fig = plot.ladder(record, cols=4096)
     labels = [t.get_text() for t in fig.axes[0].texts]
+    plt.close(fig)
     assert any(t.startswith("flagged") for t in labels) and not any("2000 GB/s" in t for t in labels)
