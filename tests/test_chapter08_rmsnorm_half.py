@@ -61,6 +61,20 @@ def test_many_rows_of_a_few_packs(ops, dtype):
             OP.check(out, OP.reference(inputs), dtype, f"{rows}x{cols}")
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_few_rows_one_block_each(ops, dtype):
+    # At most 256 aligned rows of 17 to 128 packs: one block a row of 2 packs a
+    # thread (32 to 64 threads), lengths that fill every slot and lengths that do
+    # not; 16 packs, the longest rows left to the groups, beside them.
+    per_pack = 16 // torch.tensor([], dtype=dtype).element_size()
+    for packs in (16, 17, 31, 32, 33, 64, 100, 128):
+        for rows in (1, 37, 256):
+            inputs = OP.make_inputs((rows, packs * per_pack), dtype, "cuda")
+            out = torch.full_like(inputs["x"], float("nan"))
+            OP.call_stage(ops, inputs, out)
+            OP.check(out, OP.reference(inputs), dtype, f"{rows}x{packs * per_pack}")
+
+
 def test_many_fp32_rows_three_blocks_per_sm(ops):
     # fp32 rows of 4,100-6,144 floats, more than 256 rows: blocks of 257-384 threads held to
     # 56 registers, three per SM.

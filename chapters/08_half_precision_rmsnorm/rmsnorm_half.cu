@@ -43,7 +43,8 @@
 //     1 or 2 (a pack a lane) for rows of 1 or 2 packs and 4 for up to 8 packs.
 //     64 threads, 64 / G rows per block; shuffle reduction within the G lanes.
 //     Aligned fp32 rows: 32-thread blocks, each group of G lanes taking two rows
-//     at once.
+//     at once. A few (<= 256) aligned rows of 17 to 128 packs take the next path
+//     instead, a block per row: the launch is one wave, and its time is latency.
 //   * P <= 4,096 (32,768 halves or 16,384 floats, plus a partial pack): one block
 //     per row, the row in registers. VPT packs per thread and a block of P / VPT
 //     threads rounded up to a warp, at most 512: VPT starts at 4 (2 for at most 256
@@ -93,6 +94,7 @@ constexpr int kThreeBlockThreads = 384;  // fp32 blocks of 257-384 threads: thre
 constexpr int kMaxGroupPacks = 4;        // several-rows path: at most 4 packs per lane
 constexpr int kMaxPacksPerThread = 8;    // one-row-per-block register path: at most 8
 constexpr int kFewRows = 256;            // at most this many rows: spread each row thin
+constexpr int kFewRowsMinPacks = 16;     // a few aligned rows longer than this: a block each
 constexpr int64_t kMaxBlocks = 65535;    // grid cap; blocks then loop over rows
 
 // ---------------------------------------------------------------------------
@@ -686,8 +688,16 @@ template <class T, bool kAligned>
 void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols, float eps,
                          cudaStream_t s) {
   const int packs = cols / kPerPack<T>;  // whole packs in a row, an upper bound on its body
+  // A few aligned rows of more than kFewRowsMinPacks packs go to the block path
+  // below, a row per block of 2 packs a thread: a launch of one wave, whose time
+  // is latency, and every SM takes a row rather than one block of several rows
+  // taking a share of the SMs. H200, CUDA graph, groups -> a block a row
+  // (torch.compile): fp32 256 x 512 2.8 -> 2.3 us (2.2), fp32 256 x 128 2.2 -> 2.1
+  // (2.0), fp16 32 x 256 1.7 -> 1.6 (1.3); 128 packs of 1 or 128 rows unchanged.
+  // Rows of 16 packs stay in groups: fp16 256 x 128 1.8 against 1.9 us a block.
+  const bool few_aligned = kAligned && rows <= kFewRows && packs > kFewRowsMinPacks;
 
-  if (packs <= 32 * kMaxGroupPacks) {  // short rows: several per block
+  if (packs <= 32 * kMaxGroupPacks && !few_aligned) {  // short rows: several per block
     // The fewest lanes (8, 16 or 32) that hold the row at up to 2 packs a lane
     // for fp32 (see rmsnorm_rows_kernel), 4 for 16-bit types; 32 lanes take up to 4.
     // Many aligned rows of at most 8 packs (64 halves, 32 floats) take 4 lanes:
