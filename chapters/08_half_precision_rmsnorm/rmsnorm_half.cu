@@ -74,9 +74,9 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
 // Measured:      % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB moved,
-//                rows of 128 to 16,384, 2026-11-23. NVIDIA H200 (code 7d0e25c; copy
-//                ~3,910-4,040 GB/s; chapter notebook): fp16 95.6-99.2%, bf16 95.1-99.4%,
-//                fp32 96.7-100.0%. NVIDIA H100 (code fbff51a, the same kernels for these
+//                rows of 128 to 16,384, 2026-11-23. NVIDIA H200 (code 1b2f07b; copy
+//                ~3,920-4,130 GB/s; chapter notebook): fp16 95.7-99.8%, bf16 96.2-99.1%,
+//                fp32 96.1-100.0%. NVIDIA H100 (code fbff51a, the same kernels for these
 //                rows; copy ~2,850-2,970 GB/s; book/results/sweep-h100.json): fp16
 //                98.2-100.7%, bf16 97.9-100.5%, fp32 98.8-100.3%.
 
