@@ -62,10 +62,10 @@ def test_many_rows_of_a_few_packs(ops, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_few_rows_one_block_each(ops, dtype):
-    # At most 256 aligned rows of 17 to 128 packs: one block a row of 2 packs a
-    # thread (32 to 64 threads), lengths that fill every slot and lengths that do
-    # not; 16 packs, the longest rows left to the groups, beside them.
+def test_few_rows_of_17_to_128_packs(ops, dtype):
+    # At most 256 aligned rows of 17 to 128 packs: fp32 takes one block a row of 2
+    # packs a thread (32 to 64 threads), 16-bit types the groups; lengths that fill
+    # every slot and lengths that do not, and 16 packs, fp32's longest in groups.
     per_pack = 16 // torch.tensor([], dtype=dtype).element_size()
     for packs in (16, 17, 31, 32, 33, 64, 100, 128):
         for rows in (1, 37, 256):

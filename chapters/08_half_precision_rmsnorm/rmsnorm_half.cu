@@ -43,7 +43,7 @@
 //     1 or 2 (a pack a lane) for rows of 1 or 2 packs and 4 for up to 8 packs.
 //     64 threads, 64 / G rows per block; shuffle reduction within the G lanes.
 //     Aligned fp32 rows: 32-thread blocks, each group of G lanes taking two rows
-//     at once. A few (<= 256) aligned rows of 17 to 128 packs take the next path
+//     at once. A few (<= 256) such rows of 17 to 128 packs take the next path
 //     instead, a block per row: the launch is one wave, and its time is latency.
 //   * P <= 4,096 (32,768 halves or 16,384 floats, plus a partial pack): one block
 //     per row, the row in registers. VPT packs per thread and a block of P / VPT
@@ -94,7 +94,7 @@ constexpr int kThreeBlockThreads = 384;  // fp32 blocks of 257-384 threads: thre
 constexpr int kMaxGroupPacks = 4;        // several-rows path: at most 4 packs per lane
 constexpr int kMaxPacksPerThread = 8;    // one-row-per-block register path: at most 8
 constexpr int kFewRows = 256;            // at most this many rows: spread each row thin
-constexpr int kFewRowsMinPacks = 16;     // a few aligned rows longer than this: a block each
+constexpr int kFewRowsMinPacks = 16;     // a few aligned fp32 rows longer than this: a block each
 constexpr int64_t kMaxBlocks = 65535;    // grid cap; blocks then loop over rows
 
 // ---------------------------------------------------------------------------
@@ -688,14 +688,17 @@ template <class T, bool kAligned>
 void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols, float eps,
                          cudaStream_t s) {
   const int packs = cols / kPerPack<T>;  // whole packs in a row, an upper bound on its body
-  // A few aligned rows of more than kFewRowsMinPacks packs go to the block path
-  // below, a row per block of 2 packs a thread: a launch of one wave, whose time
-  // is latency, and every SM takes a row rather than one block of several rows
-  // taking a share of the SMs. H200, CUDA graph, groups -> a block a row
-  // (torch.compile): fp32 256 x 512 2.8 -> 2.3 us (2.2), fp32 256 x 128 2.2 -> 2.1
-  // (2.0), fp16 32 x 256 1.7 -> 1.6 (1.3); 128 packs of 1 or 128 rows unchanged.
-  // Rows of 16 packs stay in groups: fp16 256 x 128 1.8 against 1.9 us a block.
-  const bool few_aligned = kAligned && rows <= kFewRows && packs > kFewRowsMinPacks;
+  // A few aligned fp32 rows of more than kFewRowsMinPacks packs go to the block
+  // path below, a row per block of 2 packs a thread. Their groups take two rows
+  // each (kRowsAtOnce), built for many rows; a launch of a few is one wave, whose
+  // time is latency, and there twice the lanes finish sooner. CUDA graph, groups
+  // -> a block a row (torch.compile): H200 256 x 512 2.8 -> 2.3 us (2.2), 256 x
+  // 128 2.2 -> 2.1 (2.0); H100 256 x 512 2.8 -> 2.4 (2.3), 256 x 128 2.2 -> 2.1
+  // (2.0), 64 x 300 2.3 -> 2.1 (2.0). 16-bit groups hold one row and gain nothing
+  // from it (bf16 128 x 1,024: H100 2.3 us in groups, 2.4 a block; H200 2.3 both;
+  // fp16 1 x 1,024 the same either way), nor do rows of 16 packs (fp16 256 x 128,
+  // H200: 1.8 in groups, 1.9 a block).
+  const bool few_aligned = kAligned && sizeof(T) == 4 && rows <= kFewRows && packs > kFewRowsMinPacks;
 
   if (packs <= 32 * kMaxGroupPacks && !few_aligned) {  // short rows: several per block
     // The fewest lanes (8, 16 or 32) that hold the row at up to 2 packs a lane
