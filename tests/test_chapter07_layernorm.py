@@ -159,7 +159,7 @@ def test_few_rows_one_block_each(ops, method, dtype):
     # threads), weight and bias loaded with the row. Lengths that fill every
     # thread's slots and lengths that leave some empty; weight and bias both, one,
     # or none; out filled with NaN.
-    vec = 16 // torch.tensor([], dtype=dtype).element_size()
+    vec = 16 // dtype.itemsize
     for nvec in (9, 32, 33, 100, 128, 200, 512, 700, 1024, 1500, 2048):
         cols = nvec * vec
         for rows in (1, 37, 256):
@@ -172,7 +172,7 @@ def test_many_rows_two_per_block(ops, method, dtype):
     # At least 2,048 rows of 257 to 2,048 aligned vectors go two rows to a block.
     # An odd row count leaves the last block one row; lengths that do and do not
     # fill every thread's slots; weight and bias both, one, or none.
-    vec = 16 // torch.tensor([], dtype=dtype).element_size()
+    vec = 16 // dtype.itemsize
     for nvec in (257, 512, 1024, 1500, 2048):
         cols = nvec * vec
         x = torch.randn(2049, cols, device="cuda").to(dtype)
@@ -194,7 +194,7 @@ def test_long_rows_stashed_in_shared_memory(ops, method, dtype):
     # 256 KB (in part; the rest is read again from global memory), a row
     # starting off a 16-byte boundary (peeled), x and y misaligned differently
     # (scalar); weight and bias present and absent; a NaN row stays alone.
-    size = torch.tensor([], dtype=dtype).element_size()
+    size = dtype.itemsize
     vec = 16 // size
     for cols, start, y_start in ((4097 * vec, 0, 0), (27000 * 4 // size, 0, 0), (16384 * vec, 0, 0),
                                  (40001, 1, 1), (50001, 1, 0)):

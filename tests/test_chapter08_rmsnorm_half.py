@@ -22,14 +22,19 @@ def ops():
     return load_stage(STAGE)
 
 
+def check_into_nan_out(ops, rows, cols, dtype):
+    """rows x cols normalized into a NaN-filled out, against the float64 reference."""
+    inputs = OP.make_inputs((rows, cols), dtype, "cuda")
+    out = torch.full_like(inputs["x"], float("nan"))
+    OP.call_stage(ops, inputs, out)
+    OP.check(out, OP.reference(inputs), dtype, f"{rows}x{cols}")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("cols", LENGTHS)
 def test_row_lengths(ops, dtype, cols):
     for rows in (1, 3, 67):
-        inputs = OP.make_inputs((rows, cols), dtype, "cuda")
-        out = torch.full_like(inputs["x"], float("nan"))
-        OP.call_stage(ops, inputs, out)
-        OP.check(out, OP.reference(inputs), dtype, f"{rows}x{cols}")
+        check_into_nan_out(ops, rows, cols, dtype)
 
 
 def test_fp16_inputs_whose_squares_overflow_fp16(ops):
@@ -55,10 +60,7 @@ def test_many_rows_of_a_few_packs(ops, dtype):
     # the last block part full.
     for cols in (4, 8, 16, 24, 32, 40, 56, 64):
         for rows in (257, 4099):
-            inputs = OP.make_inputs((rows, cols), dtype, "cuda")
-            out = torch.full_like(inputs["x"], float("nan"))
-            OP.call_stage(ops, inputs, out)
-            OP.check(out, OP.reference(inputs), dtype, f"{rows}x{cols}")
+            check_into_nan_out(ops, rows, cols, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -66,13 +68,9 @@ def test_few_rows_of_17_to_128_packs(ops, dtype):
     # At most 256 aligned rows of 17 to 128 packs: fp32 takes one block a row of 2
     # packs a thread (32 to 64 threads), 16-bit types the groups; lengths that fill
     # every slot and lengths that do not, and 16 packs, fp32's longest in groups.
-    per_pack = 16 // torch.tensor([], dtype=dtype).element_size()
     for packs in (16, 17, 31, 32, 33, 64, 100, 128):
         for rows in (1, 37, 256):
-            inputs = OP.make_inputs((rows, packs * per_pack), dtype, "cuda")
-            out = torch.full_like(inputs["x"], float("nan"))
-            OP.call_stage(ops, inputs, out)
-            OP.check(out, OP.reference(inputs), dtype, f"{rows}x{packs * per_pack}")
+            check_into_nan_out(ops, rows, packs * (16 // dtype.itemsize), dtype)
 
 
 def test_many_fp32_rows_three_blocks_per_sm(ops):

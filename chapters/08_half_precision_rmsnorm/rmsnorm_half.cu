@@ -696,8 +696,9 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
   // 128 2.2 -> 2.1 (2.0); H100 256 x 512 2.8 -> 2.4 (2.3), 256 x 128 2.2 -> 2.1
   // (2.0), 64 x 300 2.3 -> 2.1 (2.0). 16-bit groups hold one row and gain nothing
   // from it (bf16 128 x 1,024: H100 2.3 us in groups, 2.4 a block; H200 2.3 both;
-  // fp16 1 x 1,024 the same either way), nor do rows of 16 packs (fp16 256 x 128,
-  // H200: 1.8 in groups, 1.9 a block).
+  // fp16 1 x 1,024 the same either way; fp16 256 x 128, H200, 1.8 in groups, 1.9 a
+  // block). fp32 rows of up to 16 packs were not measured as blocks and stay in
+  // groups.
   const bool few_aligned = kAligned && sizeof(T) == 4 && rows <= kFewRows && packs > kFewRowsMinPacks;
 
   if (packs <= 32 * kMaxGroupPacks && !few_aligned) {  // short rows: several per block
