@@ -186,18 +186,47 @@ def test_many_rows_two_per_block(ops, method, dtype):
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_rows_of_4097_to_8192_vectors(ops, method, dtype):
+    # Rows of 4,097 to 8,192 16-byte vectors (fp32 16,388 to 32,768 columns, 16-bit
+    # twice that): one block of 1,024 threads x 8 vectors a row. Lengths that do and
+    # do not fill every slot, one row, a few, more than the SMs, rows starting off a
+    # 16-byte boundary (x and y alike: peeled); a NaN row; weight and bias both, one,
+    # or none; out filled with NaN.
+    vec = 16 // dtype.itemsize
+    for cols, rows, start in ((4097 * vec, 37, 0), (6000 * vec + 3, 300, 1), (8191 * vec, 1, 0),
+                              (8192 * vec, 300, 0)):
+        flat = spread_rows(1, rows * cols + 1, dtype, method).view(-1)
+        x = flat[start:start + rows * cols].view(rows, cols)
+        nan_row = rows // 2
+        x[nan_row, cols // 3] = float("nan")
+        keep = [r for r in range(rows) if r != nan_row]
+        w = (torch.rand(cols, device="cuda") + 0.5).to(dtype)
+        b = torch.randn(cols, device="cuda").to(dtype)
+        ones, zeros = torch.ones_like(w), torch.zeros_like(b)
+        out = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[start:start + rows * cols].view(rows, cols)
+        for wt, bt, rw, rb in ((w, b, w, b), (w, None, w, zeros), (None, None, ones, zeros)):
+            out.fill_(float("nan"))
+            ops.layer_norm_out(x, wt, bt, OP.eps, method, out)
+            assert out[nan_row].isnan().all(), f"{rows} x {cols}: the NaN row"
+            OP.check(out[keep], reference.layer_norm(x[keep], rw, rb, OP.eps), dtype,
+                     f"{rows} x {cols}, start {start}, weight {wt is not None}, bias {bt is not None}")
+
+
+@pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_long_rows_stashed_in_shared_memory(ops, method, dtype):
     # Rows past the register path: where the rows in flight would fill more than
     # half of L2 (rows over about 96 KB on an H100, 119 KB on an H200), the first
     # sweep keeps as much of the row as shared memory holds and later sweeps read
-    # it back. Rows of 64 KB (no stash), 108 KB (stashed whole on an H100),
-    # 256 KB (in part; the rest is read again from global memory), a row
-    # starting off a 16-byte boundary (peeled), x and y misaligned differently
-    # (scalar); weight and bias present and absent; a NaN row stays alone.
+    # it back. On the scalar path (x and y misaligned differently) rows of 64 KB
+    # (no stash) and 108 KB (stashed whole on an H100); on the 16-byte path rows
+    # past 8,192 vectors: 256 KB (in part; the rest is read again from global
+    # memory) and a row starting off a 16-byte boundary (peeled); weight and bias
+    # present and absent; a NaN row stays alone.
     size = dtype.itemsize
     vec = 16 // size
-    for cols, start, y_start in ((4097 * vec, 0, 0), (27000 * 4 // size, 0, 0), (16384 * vec, 0, 0),
-                                 (40001, 1, 1), (50001, 1, 0)):
+    for cols, start, y_start in ((4097 * vec, 0, 1), (27000 * 4 // size, 0, 1), (16384 * vec, 0, 0),
+                                 (8193 * vec + 1, 1, 1), (50001, 1, 0)):
         rows = 300
         flat = torch.randn(rows * cols + 1, device="cuda").to(dtype)
         x = flat[start:start + rows * cols].view(rows, cols)

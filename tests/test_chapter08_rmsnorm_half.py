@@ -79,3 +79,13 @@ def test_many_fp32_rows_three_blocks_per_sm(ops):
     for shape in ((300, 4100), (300, 5125), (257, 6143), (300, 6144)):
         inputs = OP.make_inputs(shape, torch.float32, "cuda")
         OP.check(OP.call_stage(ops, inputs), OP.reference(inputs), torch.float32, str(shape))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_aligned_rows_of_4097_to_8192_packs(ops, dtype):
+    # One block of up to 1,024 threads per row, 8 packs a thread (fp32 16,388 to
+    # 32,768 columns, 16-bit 32,776 to 65,536): lengths that fill every slot and
+    # lengths that do not, a few rows and more rows than SMs.
+    for packs in (4097, 5000, 6144, 8191, 8192):
+        for rows in (1, 37, 300):
+            check_into_nan_out(ops, rows, packs * (16 // dtype.itemsize), dtype)

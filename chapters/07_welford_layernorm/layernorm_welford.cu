@@ -71,6 +71,8 @@
 //     they stay in L2, and they hold no registers across it. Many rows of up
 //     to 2,048 aligned vectors go two to a block, and the two rows share each
 //     weight and bias load.
+//   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
+//     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
 //   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
 //     first pass, normalize in the second; method 1 sweeps it three times). The
 //     first sweep keeps as much of the row as fits in shared memory (about
@@ -1159,7 +1161,9 @@ cudaError_t launch_row_pairs(const Launch<T>& l) {
 // about 113 KB for each of two blocks of 512 threads. It is used only where the
 // rows of all resident blocks together fill more than half of L2; below that
 // the second sweep finds the row in L2 anyway. H200, 256 MiB, % of a copy in the
-// same rounds, without -> with the stash: rows of 128 KB (fp16 65,536 columns)
+// same rounds, without -> with the stash (measured while rows of up to 8,192
+// 16-byte vectors still streamed; now only longer rows and the scalar path's
+// do): rows of 128 KB (fp16 65,536 columns)
 // 62.7 -> 68.3, bf16 63.2 -> 68.3, fp32 32,768 66.5 -> 75.0; 256 KB (fp32
 // 65,536) 59.9 -> 61.5; but rows of 64-80 KB, 17-21 MB in flight over 264
 // blocks (fp16 40,000 columns) 73.9 -> 71.5, bf16 32,776 74.5 -> 71.8. One
@@ -1253,9 +1257,13 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     more than the copy's bytes, and the SMs issue on 56% of their cycles:
 //     neither L2 nor instruction issue is full, and what is left is not found.
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
-//   longer: streaming. 512 x 16 vectors fit in registers (128 a thread), but
-//     one such block per SM left the memory idle while it reduced and stored:
-//     52% of a copy at 65,536 halves, against 67% streaming.
+//   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
+//     64 registers, one block per SM. H200, 256 MiB, % of a copy in the same
+//     rounds, streaming -> this (torch.compile): fp16 65,536 columns 68.4 ->
+//     76.4 (54.7), bf16 65,536 67.6 -> 75.0 (53.3), fp32 32,768 74.9 -> 81.3
+//     (79.0), fp16 40,000 70.4 -> 72.9 (53.6). 512 x 16 vectors (128 registers
+//     a thread, one block per SM) had measured 52% at 65,536 halves.
+//   longer: streaming.
 template <typename T, int N, bool PEEL>
 cudaError_t launch_rows(const Launch<T>& l) {
   const int64_t nvec = l.cols / N;  // a row's body has at most this many vectors
@@ -1298,6 +1306,9 @@ cudaError_t launch_rows(const Launch<T>& l) {
   if constexpr (N == 1) {
     if (nvec <= 512 * 16) return launch_block<T, N, PEEL, 512, 16>(l);
     if (nvec <= 512 * 32) return launch_block<T, N, PEEL, 512, 32>(l);
+  }
+  if constexpr (N > 1) {
+    if (nvec <= 1024 * 8) return launch_block<T, N, PEEL, 1024, 8>(l);
   }
   return launch_streaming<T, N, PEEL>(l);
 }

@@ -54,6 +54,9 @@
 //     to keep two blocks per SM within the registers. fp32 blocks of 257 to 384
 //     threads at 4 packs each are held to 56 registers, so three fit per SM, not
 //     two (rows of 4,100 to 6,144 floats; 5,125 on an H200: 93% -> 101% of a copy).
+//   * P <= 8,192 (65,536 halves or 32,768 floats): the same with 8 packs a thread
+//     in blocks of up to 1,024 threads, one per SM (fp32 32,768 columns on an
+//     H200: 94% of a copy, where the streaming path below took 69%).
 //   * longer rows: streaming fallback, 512 threads per row; x is read twice (the
 //     second read mostly from L2). Correct for any length; slower than a copy.
 // Every block walks rows with a grid stride (at most 65,535 blocks), so any number
@@ -66,10 +69,10 @@
 //
 // Limits: x, weight and y contiguous, each aligned to its element size (any offset
 // within 16 bytes is fine, e.g. a tensor starting 2 bytes into an allocation); y
-// must not alias x. rows <= 0 or cols <= 0: nothing to do. Rows past 4,096 packs
+// must not alias x. rows <= 0 or cols <= 0: nothing to do. Rows past 8,192 packs
 // take the streaming path (x read twice), one block of 512 threads per row: fine
 // for many rows, slow for a handful of very long ones. Inputs must be finite with
-// a finite fp32 sum of squares (|x| below about 1e19). 106 kernels: 10-17 s to
+// a finite fp32 sum of squares (|x| below about 1e19). 112 kernels: 10-17 s to
 // compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
@@ -91,6 +94,7 @@ namespace {
 constexpr int kPackBytes = 16;
 constexpr int kMaxBlockThreads = 512;    // one-row-per-block paths: block size limit
 constexpr int kThreeBlockThreads = 384;  // fp32 blocks of 257-384 threads: three per SM
+constexpr int kWideBlockThreads = 1024;  // rows of 4,097 to 8,192 packs: one block per SM (Fit::kWide)
 constexpr int kMaxGroupPacks = 4;        // several-rows path: at most 4 packs per lane
 constexpr int kMaxPacksPerThread = 8;    // one-row-per-block register path: at most 8
 constexpr int kFewRows = 256;            // at most this many rows: spread each row thin
@@ -295,14 +299,15 @@ __device__ __forceinline__ float group_sum(float v) {  // over aligned groups of
 // the two halves of `slots`, so a fast warp can not overwrite a slow warp's inputs.
 // A block has at most 16 warps, so the warps' sums take a 16-lane butterfly (each
 // half-warp adds all of them), one shuffle step fewer than a full warp's.
+template <int kMaxWarps = 16>
 __device__ __forceinline__ float block_sum(float v, float (*slots)[32], int parity) {
-  static_assert(kMaxBlockThreads <= 16 * 32, "block_sum adds at most 16 warps' sums");
+  static_assert(kMaxWarps == 16 || kMaxWarps == 32, "a half-warp or a warp adds the warps' sums");
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   v = group_sum<32>(v);
   if (lane == 0) slots[parity][warp] = v;
   __syncthreads();
-  const int w = lane % 16;
-  return group_sum<16>(w < static_cast<int>(blockDim.x / 32) ? slots[parity][w] : 0.0f);
+  const int w = lane % kMaxWarps;
+  return group_sum<kMaxWarps>(w < static_cast<int>(blockDim.x / 32) ? slots[parity][w] : 0.0f);
 }
 
 // ---------------------------------------------------------------------------
@@ -507,7 +512,7 @@ rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __
 }
 
 // Longer rows: one block per row, VPT packs per thread, the row in registers,
-// at most 512 threads. How the blocks fit on an SM (launch_block picks):
+// at most 512 threads (1,024 for kWide). How the blocks fit on an SM (launch_block picks):
 //   kTwo:   two blocks per SM, 64 registers. With up to 4 packs a thread the
 //           weight is loaded early: a launch of a few rows waits on latency.
 //   kThree: fp32 blocks of 257-384 threads held to 56 registers, three per SM.
@@ -519,13 +524,23 @@ rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __
 //           against 98.4 / 98.2 / 97.7; fp16 8,192 99.2 against 97.9; bf16
 //           8,192 98.7 against 97.8. For 32 rows of 8,192 floats it was 4.4 us
 //           against 3.2: there the early weight wins.
-enum class Fit { kTwo, kThree, kDense };
+//   kWide:  rows of 4,097 to 8,192 packs (fp32 16,388 to 32,768 columns, 16-bit
+//           twice that): up to 1,024 threads of 8 packs, one block per SM, 64
+//           registers, the weight loaded after the reduction. These
+//           rows used to take the streaming kernel, which reads x twice. H200,
+//           % of a copy in the same rounds, streaming -> this (torch.compile):
+//           256 MiB, fp32 32,768 columns 69.0 -> 93.6 (94.2), fp32 24,576 73.1 ->
+//           94.0 (92.8), fp16 65,536 67.5 -> 85.1 (63.6), bf16 65,536 67.6 ->
+//           84.8 (63.7), fp16 40,000 82.3 -> 87.9 (68.9); CUDA graph, fp32 8 x
+//           32,768 8.4 -> 5.8 us (5.6), fp16 32 x 65,536 10.2 -> 7.3 us (7.9).
+enum class Fit { kTwo, kThree, kDense, kWide };
 
 template <class T, Fit F>
-constexpr int kBlocksPerSm = F == Fit::kTwo ? 2 : F == Fit::kThree ? 3 : sizeof(T) == 4 ? 4 : 3;
+constexpr int kBlocksPerSm = F == Fit::kTwo ? 2 : F == Fit::kThree ? 3 : F == Fit::kWide ? 1 : sizeof(T) == 4 ? 4 : 3;
 
 template <class T, int VPT, bool kAligned, Fit F = Fit::kTwo>
-__global__ void __launch_bounds__(F == Fit::kThree ? kThreeBlockThreads : kMaxBlockThreads, kBlocksPerSm<T, F>)
+__global__ void __launch_bounds__(F == Fit::kThree ? kThreeBlockThreads : F == Fit::kWide ? kWideBlockThreads : kMaxBlockThreads,
+                                  kBlocksPerSm<T, F>)
 rmsnorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
                      int64_t rows, int cols, float inv_cols, float eps) {
   constexpr bool kEarly = F != Fit::kDense && VPT <= 4;
@@ -541,21 +556,20 @@ rmsnorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* _
   const T* const x_end = x + rows * cols;
   do {
     normalize_row<T, VPT, kAligned, kEarly>(xr, weight, yr, cols, inv_cols, eps, threadIdx.x, blockDim.x, true,
-                                            [&](float v) { return block_sum(v, slots, parity); });
+                                            [&](float v) { return block_sum<F == Fit::kWide ? 32 : 16>(v, slots, parity); });
     xr += static_cast<int64_t>(gridDim.x) * cols;
     yr += static_cast<int64_t>(gridDim.x) * cols;
     parity ^= 1;
   } while (xr < x_end);
 }
 
-// Rows too long for registers: two passes over x (the second mostly hits L2).
-// Each pass loads several packs before using any (4 of x for the sum, 2 of x and
-// 2 of the weight to normalize), so that many loads per thread are in flight at
-// once; with one, the loop waited a full memory latency per pack. 256 MiB, % of
-// a copy in the same rounds, one pack at a time -> this (torch.compile): H200,
-// fp32 32,768 columns 61.4 -> 68.8 (93.6), fp32 65,536 51.2 -> 64.7 (62.2), fp16
-// and bf16 65,536 63.9 -> 67.5 (63.6); H100, 65.7 -> 68.4 (94.3), 61.0 -> 66.5
-// (64.2), 66.9 -> 68.6-68.8 (66.0).
+// Rows too long for registers (more than 8,192 packs): two passes over x (the
+// second mostly hits L2). Each pass loads several packs before using any (4 of x
+// for the sum, 2 of x and 2 of the weight to normalize), so that many loads per
+// thread are in flight at once; with one, the loop waited a full memory latency
+// per pack. 256 MiB, % of a copy in the same rounds, one pack at a time -> this
+// (torch.compile), fp32 65,536 columns: H200 51.2 -> 64.7 (62.2), H100 61.0 ->
+// 66.5 (64.2).
 // Held to two blocks per SM (64 registers): unrolling further spilled.
 template <class T>
 __global__ void __launch_bounds__(kMaxBlockThreads, 2)
@@ -660,6 +674,11 @@ template <class T, bool kAligned>
 void launch_block(int vpt, int threads, const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols,
                   float eps, cudaStream_t s) {
   const unsigned grid = grid_for(rows);
+  if (threads > kMaxBlockThreads) {  // rows of 4,097 to 8,192 packs (see Fit::kWide)
+    rmsnorm_block_kernel<T, kMaxPacksPerThread, kAligned, Fit::kWide><<<grid, threads, 0, s>>>(x, w, y, rows, cols,
+                                                                                             inv_cols, eps);
+    return;
+  }
   // fp32 rows of 4,100 to 6,144 floats: a block of 257-384 threads at 4 packs each
   // takes 61 registers, so two blocks fit per SM: too few bytes in flight for an
   // H200 (fp32 5,125: 88-94% of a copy in four runs). Held to 56 registers, three
@@ -683,7 +702,7 @@ void launch_block(int vpt, int threads, const T* x, const T* w, T* y, int64_t ro
   }
 }
 
-// Both register paths; the row holds at most kMaxBlockThreads * kMaxPacksPerThread packs.
+// Both register paths; the row holds at most kWideBlockThreads * kMaxPacksPerThread packs.
 template <class T, bool kAligned>
 void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols, float eps,
                          cudaStream_t s) {
@@ -738,7 +757,7 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
   // at the shuffle unit and wait at the barrier.
   int vpt = rows <= kFewRows ? 2 : 4;
   auto threads_for = [packs](int v) { return ((packs + v - 1) / v + 31) / 32 * 32; };
-  while (threads_for(vpt) > kMaxBlockThreads) vpt *= 2;
+  while (vpt < kMaxPacksPerThread && threads_for(vpt) > kMaxBlockThreads) vpt *= 2;
   launch_block<T, kAligned>(vpt, threads_for(vpt), x, w, y, rows, cols, inv_cols, eps, s);
 }
 
@@ -748,7 +767,7 @@ template <class T>
 cudaError_t launch(const T* x, const T* w, T* y, int64_t rows, int64_t cols, float eps, cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   const float inv_cols = 1.0f / static_cast<float>(cols);  // mean = sum * inv_cols, no division on the GPU
-  if (cols / kPerPack<T> > kMaxBlockThreads * kMaxPacksPerThread) {
+  if (cols / kPerPack<T> > kWideBlockThreads * kMaxPacksPerThread) {
     rmsnorm_streaming_kernel<T><<<grid_for(rows), kMaxBlockThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
   } else if (cols % kPerPack<T> == 0 && aligned16(x) && aligned16(w) && aligned16(y)) {
     launch_in_registers<T, true>(x, w, y, rows, static_cast<int>(cols), inv_cols, eps, s);
