@@ -92,11 +92,12 @@
 //                moved, rows of 1,024 / 4,096 / 16,384, 2026-11-23. NVIDIA H100 (code 57a2995,
 //                the same kernels at these lengths; copy ~2,850-2,970 GB/s;
 //                book/results/ladder.json): fp32 99.6 / 100.2 / 96.6%, fp16 97.9 / 99.7 / 96.8%,
-//                bf16 99.0 / 99.5 / 97.0%. NVIDIA H200 (code 1eb5568; copy ~3,920-4,060 GB/s;
-//                chapter notebook): fp32 98.0 / 98.1 / 93.2%, fp16 97.5 / 97.1 / 93.8%, bf16
-//                96.9 / 96.4 / 93.6%.
-//                65,536-column rows (streaming, stashed): H100 fp32 67%, fp16/bf16 79%; H200
-//                fp32 61%, fp16/bf16 69%.
+//                bf16 99.0 / 99.5 / 97.0%. NVIDIA H200 (code d7169b5; copy ~3,920-4,050 GB/s;
+//                chapter notebook): fp32 98.3 / 97.6 / 93.8%, fp16 97.1 / 97.0 / 94.0%, bf16
+//                97.5 / 96.9 / 93.8%.
+//                65,536-column rows: fp16/bf16 in registers (1,024-thread blocks) H200 76-77%,
+//                H100 85-88% (code d7169b5, book/results/long-rows-h100.json); fp32
+//                (streaming, stashed) H200 61%, H100 67% (code 57a2995).
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -1251,7 +1252,10 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     96-100% (H200; measured, not shipped). With the row in registers there is
 //     no room to load them early; prefetching them to L1 or L2, staging the
 //     first slots in shared memory with cp.async, keeping x out of L1, or
-//     512 x 4 halves with early weight and bias were each 1-13 points slower.
+//     512 x 4 halves with early weight and bias were each 1-13 points slower;
+//     so were resident blocks (one per SM, weight and bias loaded once per
+//     launch, the next row's loads issued before the current row's reduction):
+//     fp16 75%, fp32 86% (H200).
 //     Under ncu (H200, fp16 x 16,384, one row per block of 256 x 8) the weight
 //     and bias loads hit L1 (48% of L1 sectors hit, all but x's), L2 reads 3%
 //     more than the copy's bytes, and the SMs issue on 56% of their cycles:
@@ -1261,8 +1265,11 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     64 registers, one block per SM. H200, 256 MiB, % of a copy in the same
 //     rounds, streaming -> this (torch.compile): fp16 65,536 columns 68.4 ->
 //     76.4 (54.7), bf16 65,536 67.6 -> 75.0 (53.3), fp32 32,768 74.9 -> 81.3
-//     (79.0), fp16 40,000 70.4 -> 72.9 (53.6). 512 x 16 vectors (128 registers
-//     a thread, one block per SM) had measured 52% at 65,536 halves.
+//     (79.0), fp16 40,000 70.4 -> 72.9 (53.6); H100 fp16 65,536 78.3 -> 88.0
+//     (61.7), fp32 32,768 80.2 -> 92.3 (89.9), bf16 65,536 78.5 -> 85% with
+//     rounds spread 10-14% (one block per SM: see chapter 08's Fit::kWide).
+//     512 x 16 vectors (128 registers a thread, one block per SM) had measured
+//     52% at 65,536 halves.
 //   longer: streaming.
 template <typename T, int N, bool PEEL>
 cudaError_t launch_rows(const Launch<T>& l) {

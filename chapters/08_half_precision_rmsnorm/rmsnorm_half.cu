@@ -77,11 +77,14 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
 // Measured:      % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB moved,
-//                rows of 128 to 16,384, 2026-11-23. NVIDIA H200 (code 1b2f07b; copy
-//                ~3,920-4,130 GB/s; chapter notebook): fp16 95.7-99.8%, bf16 96.2-99.1%,
-//                fp32 96.1-100.0%. NVIDIA H100 (code fbff51a, the same kernels for these
+//                rows of 128 to 16,384, 2026-11-23. NVIDIA H200 (code d7169b5; copy
+//                ~3,930-4,060 GB/s; chapter notebook): fp16 95.8-99.2%, bf16 95.5-99.0%,
+//                fp32 96.5-100.4%. NVIDIA H100 (code fbff51a, the same kernels for these
 //                rows; copy ~2,850-2,970 GB/s; book/results/sweep-h100.json): fp16
 //                98.2-100.7%, bf16 97.9-100.5%, fp32 98.8-100.3%.
+//                Longer rows: fp16/bf16 65,536 columns H200 86%, H100 95% (a 5-8% spread,
+//                see Fit::kWide); fp32 32,768 H200 91%, H100 97%; fp32 65,536 (streaming)
+//                H200 65% (H100 figures: code d7169b5, book/results/long-rows-h100.json).
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -533,6 +536,14 @@ rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __
 //           94.0 (92.8), fp16 65,536 67.5 -> 85.1 (63.6), bf16 65,536 67.6 ->
 //           84.8 (63.7), fp16 40,000 82.3 -> 87.9 (68.9); CUDA graph, fp32 8 x
 //           32,768 8.4 -> 5.8 us (5.6), fp16 32 x 65,536 10.2 -> 7.3 us (7.9).
+//           H100: fp32 32,768 68.5 -> 96.3 (93.9), fp32 8 x 32,768 8.6 -> 5.8 us
+//           (6.1); fp16 and bf16 65,536 from 68.5-68.6 to 95.2-95.4 (66.0), but
+//           their rounds spread 5-14%: over 100 flushed rounds the fp16 launch
+//           took 99 to 117 us (median 103) in no order, whole waves of rows (1,056)
+//           did not narrow it, and fp32 rows of the same bytes, half the
+//           arithmetic a pack, held within 1.5%, as did the copy. One block per
+//           SM stops that SM's loads while it reduces and stores; how the SMs'
+//           phases fall together changes from launch to launch.
 enum class Fit { kTwo, kThree, kDense, kWide };
 
 template <class T, Fit F>
