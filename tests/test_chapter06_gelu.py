@@ -73,6 +73,20 @@ def test_past_the_l2_with_head_and_tail(ops, form, dtype):
     op.check(out, op.reference({"x": x, "approximate": form}), dtype, f"{form} {dtype}, {n} elements, offset 1")
 
 
+@pytest.mark.parametrize("form", FORMS)
+def test_fp32_launches_on_either_side_of_2_to_16_packs(ops, form):
+    # fp32 inputs under 2^16 packs take one element a thread, from there to 2^17 one
+    # pack a thread: lengths on both sides of the switch, views one element into
+    # their buffers (a head peeled off) and lengths that leave a tail, out= into a
+    # NaN-filled view of the same offset.
+    op = op_for(form)
+    for n, offset in ((4 * 2**16 - 1, 0), (4 * 2**16, 0), (4 * 2**16 + 3, 1), (300_001, 1), (4 * 2**17 - 5, 1)):
+        x = (torch.randn(n + 1, device="cuda") * 4)[offset:offset + n]
+        out = torch.full((n + 1,), math.nan, device="cuda")[offset:offset + n]
+        ops.gelu_out(x, form, STAGE.variant("pack"), out)
+        op.check(out, op.reference({"x": x, "approximate": form}), torch.float32, f"{form}, {n} floats, offset {offset}")
+
+
 def test_half_math_overflows_where_the_fp32_math_does_not(ops):
     x = torch.randn(4096 * 4096, device="cuda").half()
     trap = ops.gelu(x, "tanh", STAGE.variant("half math"))

@@ -82,10 +82,22 @@ def test_many_fp32_rows_three_blocks_per_sm(ops):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_aligned_rows_of_4097_to_8192_packs(ops, dtype):
+def test_rows_of_4097_to_8192_packs(ops, dtype):
     # One block of up to 1,024 threads per row, 8 packs a thread (fp32 16,388 to
     # 32,768 columns, 16-bit 32,776 to 65,536): lengths that fill every slot and
-    # lengths that do not, a few rows and more rows than SMs.
+    # lengths that do not, a few rows and more rows than SMs; rows that are not a
+    # whole number of packs (a head and a tail peeled off each row); x starting one
+    # element into its allocation, y aligned (the weight and y then move in pieces).
+    vec = 16 // dtype.itemsize
     for packs in (4097, 5000, 6144, 8191, 8192):
         for rows in (1, 37, 300):
-            check_into_nan_out(ops, rows, packs * (16 // dtype.itemsize), dtype)
+            check_into_nan_out(ops, rows, packs * vec, dtype)
+    for cols in (4097 * vec + 1, 5000 * vec + vec - 1, 8191 * vec + vec - 1):
+        check_into_nan_out(ops, 67, cols, dtype)
+    rows, cols = 37, 8192 * vec
+    inputs = OP.make_inputs((rows, cols + 1), dtype, "cuda")
+    inputs["x"] = inputs["x"].view(-1)[1:1 + rows * cols].view(rows, cols)
+    inputs["weight"] = inputs["weight"][:cols]
+    out = torch.full((rows, cols), float("nan"), device="cuda", dtype=dtype)
+    OP.call_stage(ops, inputs, out)
+    OP.check(out, OP.reference(inputs), dtype, f"{rows}x{cols}, x one element in")

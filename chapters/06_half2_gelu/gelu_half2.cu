@@ -17,8 +17,9 @@
 //   1  pairs      two elements per access: __half2 / __nv_bfloat162 (4 bytes), float2 (8)
 //   2  packs      16-byte packs (8 halves or 4 floats), one or two packs in flight per
 //                 thread, as the GPU's memory needs (see packs_in_flight); inputs under
-//                 2^17 packs (2 MiB) take one 8-byte half pack a thread (fp16, bf16) or
-//                 one element (fp32)
+//                 2^17 packs (2 MiB) take one 8-byte half pack a thread (fp16, bf16);
+//                 fp32 inputs take one element a thread under 2^16 packs, one pack
+//                 from there to 2^17
 //   3  half math  fp16, tanh form only: the trap. Packs like variant 2, but the math is
 //                 __half2 arithmetic with tanh(u) = (e^2u - 1)/(e^2u + 1) through h2exp,
 //                 as naive "f16" GELU kernels do. Kept inaccurate on purpose: 1 + tanh(u)
@@ -404,9 +405,16 @@ int packs_in_flight(int64_t bytes_moved) {
 // H200, where one element per thread took 2.0). There each thread takes one
 // 8-byte half pack (4 halves) in blocks of 128, so every SM gets work and each
 // thread's chain of math is short: 2.0 us on an H200 (one 16-byte pack a thread in
-// blocks of 64: 2.1). fp32 goes one element a thread (the scalar kernel): its erf
-// form is ~25 instructions an element, and with two a thread 32 x 4,096 floats
-// took 93.7% of a copy's time on an H200 against 95.9% (tanh form 95.2 / 97.4).
+// blocks of 64: 2.1). fp32 below 2^16 packs goes one element a thread (the scalar
+// kernel): its erf form is ~25 instructions an element, and with two a thread 32 x
+// 4,096 floats took 93.7% of a copy's time on an H200 against 95.9% (tanh form
+// 95.2 / 97.4); with one 16-byte pack a thread, 91.1% (tanh 93.9). From 2^16 packs one pack a
+// thread wins: H200, CUDA graph, % of a copy in the same rounds, one element -> one
+// pack a thread (torch.compile), erf form: 64 x 4,096 floats 92.5 -> 92.6 (97.0),
+// 80 x 4,096 83.5 -> 93.7 (97.3), 96 x 4,096 83.8 -> 94.2 (96.5), 127 x 4,096 82.2
+// -> 94.2 (97.6); tanh form 93.4 -> 95.3 (81.1), 84.2 -> 95.1 (94.9), 85.3 -> 96.2
+// (95.9), 82.4 -> 95.7 (94.9). Two packs a thread, as larger launches take, were
+// 1-5 points below one for the erf form there.
 constexpr int64_t kSmallVectors = 1 << 17;
 constexpr int kSmallThreads = 128;
 
@@ -432,7 +440,8 @@ cudaError_t launch_vector(const T* x, T* y, int64_t n, cudaStream_t stream) {
   } else {
     if (nvec < kSmallVectors) {
       if constexpr (sizeof(T) == 4) {
-        return launch_scalar<Op>(x, y, n, stream);
+        if (nvec < kSmallVectors / 2) return launch_scalar<Op>(x, y, n, stream);
+        return launch_vector_kernel<Op, T, BYTES, 1>(x, y, n, head, nvec, stream);
       } else {
         constexpr int kHalfPack = BYTES / 2;  // x + head is BYTES-aligned, so kHalfPack-aligned too
         const int64_t nhalf = (n - head) / (kHalfPack / static_cast<int64_t>(sizeof(T)));
