@@ -408,9 +408,9 @@ int packs_in_flight(int64_t bytes_moved) {
 // blocks of 64: 2.1). fp32 below 2^16 packs goes one element a thread (the scalar
 // kernel): its erf form is ~25 instructions an element, and with two a thread 32 x
 // 4,096 floats took 93.7% of a copy's time on an H200 against 95.9% (tanh form
-// 95.2 / 97.4); with one 16-byte pack a thread, 91.1% (tanh 93.9). From 2^16 packs one pack a
-// thread wins: H200, CUDA graph, % of a copy in the same rounds, one element -> one
-// pack a thread (torch.compile), erf form: 64 x 4,096 floats 92.5 -> 92.6 (97.0),
+// 95.2 / 97.4); with one 16-byte pack a thread, 91.1% (tanh 93.9). From 2^16
+// packs one pack a thread wins: H200, CUDA graph, % of a copy in the same rounds,
+// one element -> one pack a thread (torch.compile), erf form: 64 x 4,096 floats 92.5 -> 92.6 (97.0),
 // 80 x 4,096 83.5 -> 93.7 (97.3), 96 x 4,096 83.8 -> 94.2 (96.5), 127 x 4,096 82.2
 // -> 94.2 (97.6); tanh form 93.4 -> 95.3 (81.1), 84.2 -> 95.1 (94.9), 85.3 -> 96.2
 // (95.9), 82.4 -> 95.7 (94.9). H100, same rounds: erf 64 / 96 / 127 x 4,096 92.8 /
