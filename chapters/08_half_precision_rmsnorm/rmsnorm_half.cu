@@ -547,11 +547,15 @@ rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __
 enum class Fit { kTwo, kThree, kDense, kWide };
 
 template <class T, Fit F>
-constexpr int kBlocksPerSm = F == Fit::kTwo ? 2 : F == Fit::kThree ? 3 : F == Fit::kWide ? 1 : sizeof(T) == 4 ? 4 : 3;
+constexpr int kBlocksPerSm =
+    F == Fit::kTwo ? 2 : F == Fit::kThree ? 3 : F == Fit::kWide ? 1 : sizeof(T) == 4 ? 4 : 3;
+
+template <Fit F>
+constexpr int kBlockThreads =
+    F == Fit::kThree ? kThreeBlockThreads : F == Fit::kWide ? kWideBlockThreads : kMaxBlockThreads;
 
 template <class T, int VPT, bool kAligned, Fit F = Fit::kTwo>
-__global__ void __launch_bounds__(F == Fit::kThree ? kThreeBlockThreads : F == Fit::kWide ? kWideBlockThreads : kMaxBlockThreads,
-                                  kBlocksPerSm<T, F>)
+__global__ void __launch_bounds__(kBlockThreads<F>, kBlocksPerSm<T, F>)
 rmsnorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
                      int64_t rows, int cols, float inv_cols, float eps) {
   constexpr bool kEarly = F != Fit::kDense && VPT <= 4;
@@ -567,7 +571,9 @@ rmsnorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* _
   const T* const x_end = x + rows * cols;
   do {
     normalize_row<T, VPT, kAligned, kEarly>(xr, weight, yr, cols, inv_cols, eps, threadIdx.x, blockDim.x, true,
-                                            [&](float v) { return block_sum<F == Fit::kWide ? 32 : 16>(v, slots, parity); });
+                                            [&](float v) {
+                                              return block_sum<F == Fit::kWide ? 32 : 16>(v, slots, parity);
+                                            });
     xr += static_cast<int64_t>(gridDim.x) * cols;
     yr += static_cast<int64_t>(gridDim.x) * cols;
     parity ^= 1;
