@@ -35,17 +35,27 @@ def spread_rows(rows, cols, dtype, method):
     return x.to(dtype)
 
 
-def check_weight_and_bias_cases(ops, x, method, label):
+def check_weight_and_bias_cases(ops, x, method, label, out_start=None, nan_row=None):
     """x's rows normalized into a NaN-filled out with weight and bias both, weight
-    alone, and neither, each against the float64 reference."""
-    cols, dtype = x.shape[1], x.dtype
+    alone, and neither, each against the float64 reference. out_start: out is a
+    view that many elements into its buffer (else a fresh tensor). nan_row: a row
+    of x holding a NaN, which must come out all NaN, the other rows untouched."""
+    rows, cols = x.shape
+    dtype = x.dtype
     w = (torch.rand(cols, device=x.device) + 0.5).to(dtype)
     b = torch.randn(cols, device=x.device).to(dtype)
     ones, zeros = torch.ones_like(w), torch.zeros_like(b)
+    if out_start is None:
+        out = torch.empty_like(x)
+    else:
+        out = torch.empty(rows * cols + out_start, device=x.device, dtype=dtype)[out_start:].view(rows, cols)
+    keep = [r for r in range(rows) if r != nan_row]
     for wt, bt, rw, rb in ((w, b, w, b), (w, None, w, zeros), (None, None, ones, zeros)):
-        out = torch.full_like(x, float("nan"))
+        out.fill_(float("nan"))
         ops.layer_norm_out(x, wt, bt, OP.eps, method, out)
-        OP.check(out, reference.layer_norm(x, rw, rb, OP.eps), dtype,
+        if nan_row is not None:
+            assert out[nan_row].isnan().all(), f"{label}: the NaN row"
+        OP.check(out[keep], reference.layer_norm(x[keep], rw, rb, OP.eps), dtype,
                  f"{label}, weight {wt is not None}, bias {bt is not None}")
 
 
@@ -195,21 +205,9 @@ def test_rows_of_4097_to_8192_vectors(ops, method, dtype):
     vec = 16 // dtype.itemsize
     for cols, rows, start in ((4097 * vec, 37, 0), (6000 * vec + 3, 300, 1), (8191 * vec, 1, 0),
                               (8192 * vec, 300, 0)):
-        flat = spread_rows(1, rows * cols + 1, dtype, method).view(-1)
-        x = flat[start:start + rows * cols].view(rows, cols)
-        nan_row = rows // 2
-        x[nan_row, cols // 3] = float("nan")
-        keep = [r for r in range(rows) if r != nan_row]
-        w = (torch.rand(cols, device="cuda") + 0.5).to(dtype)
-        b = torch.randn(cols, device="cuda").to(dtype)
-        ones, zeros = torch.ones_like(w), torch.zeros_like(b)
-        out = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[start:start + rows * cols].view(rows, cols)
-        for wt, bt, rw, rb in ((w, b, w, b), (w, None, w, zeros), (None, None, ones, zeros)):
-            out.fill_(float("nan"))
-            ops.layer_norm_out(x, wt, bt, OP.eps, method, out)
-            assert out[nan_row].isnan().all(), f"{rows} x {cols}: the NaN row"
-            OP.check(out[keep], reference.layer_norm(x[keep], rw, rb, OP.eps), dtype,
-                     f"{rows} x {cols}, start {start}, weight {wt is not None}, bias {bt is not None}")
+        x = spread_rows(1, rows * cols + 1, dtype, method).view(-1)[start:start + rows * cols].view(rows, cols)
+        x[rows // 2, cols // 3] = float("nan")
+        check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}, start {start}", start, rows // 2)
 
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
@@ -222,24 +220,15 @@ def test_long_rows_stashed_in_shared_memory(ops, method, dtype):
     # (no stash) and 108 KB (stashed whole on an H100); on the 16-byte path rows
     # past 8,192 vectors: 256 KB (in part; the rest is read again from global
     # memory) and a row starting off a 16-byte boundary (peeled); weight and bias
-    # present and absent; a NaN row stays alone.
+    # both, one, or none; a NaN row stays alone.
     size = dtype.itemsize
     vec = 16 // size
     for cols, start, y_start in ((4097 * vec, 0, 1), (27000 * 4 // size, 0, 1), (16384 * vec, 0, 0),
                                  (8193 * vec + 1, 1, 1), (50001, 1, 0)):
         rows = 300
-        flat = torch.randn(rows * cols + 1, device="cuda").to(dtype)
-        x = flat[start:start + rows * cols].view(rows, cols)
+        x = torch.randn(rows * cols + 1, device="cuda").to(dtype)[start:start + rows * cols].view(rows, cols)
         x[7, cols // 2] = float("nan")
-        w, b = (torch.rand(cols, device="cuda") + 0.5).to(dtype), torch.randn(cols, device="cuda").to(dtype)
-        y = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[y_start:y_start + rows * cols].view(rows, cols)
-        keep = [r for r in range(rows) if r != 7]
-        for wt, bt, rw, rb in ((w, b, w, b), (None, None, torch.ones_like(w), torch.zeros_like(b))):
-            y.fill_(float("nan"))
-            ops.layer_norm_out(x, wt, bt, OP.eps, method, y)
-            assert y[7].isnan().all(), f"{cols} columns: the NaN row"
-            OP.check(y[keep], reference.layer_norm(x[keep], rw, rb, OP.eps), dtype,
-                     f"{rows} x {cols}, start {start}, y start {y_start}, weight {wt is not None}")
+        check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}, start {start}, y start {y_start}", y_start, 7)
 
 
 def test_row_pairs_past_the_grid_cap(ops):

@@ -410,9 +410,9 @@ int packs_in_flight(int64_t bytes_moved) {
 // 4,096 floats took 93.7% of a copy's time on an H200 against 95.9% (tanh form
 // 95.2 / 97.4); with one 16-byte pack a thread, 91.1% (tanh 93.9). From 2^16
 // packs one pack a thread wins: H200, CUDA graph, % of a copy in the same rounds,
-// one element -> one pack a thread (torch.compile), erf form: 64 x 4,096 floats 92.5 -> 92.6 (97.0),
-// 80 x 4,096 83.5 -> 93.7 (97.3), 96 x 4,096 83.8 -> 94.2 (96.5), 127 x 4,096 82.2
-// -> 94.2 (97.6); tanh form 93.4 -> 95.3 (81.1), 84.2 -> 95.1 (94.9), 85.3 -> 96.2
+// one element -> one pack a thread (torch.compile), erf form: 64 x 4,096 floats
+// 92.5 -> 92.6 (97.0), 80 x 4,096 83.5 -> 93.7 (97.3), 96 x 4,096 83.8 -> 94.2
+// (96.5), 127 x 4,096 82.2 -> 94.2 (97.6); tanh form 93.4 -> 95.3 (81.1), 84.2 -> 95.1 (94.9), 85.3 -> 96.2
 // (95.9), 82.4 -> 95.7 (94.9). H100, same rounds: erf 64 / 96 / 127 x 4,096 92.8 /
 // 88.8 / 89.5 -> 93.6 / 95.3 / 95.1 (97.4 / 97.0 / 100.2), tanh 93.2 / 89.4 / 90.0
 // -> 95.7 / 96.2 / 96.7 (95.2 / 87.8 / 90.7). Two packs a thread, as larger

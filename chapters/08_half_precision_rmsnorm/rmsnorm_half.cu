@@ -82,7 +82,7 @@
 //                fp32 96.5-100.4%. NVIDIA H100 (code fbff51a, the same kernels for these
 //                rows; copy ~2,850-2,970 GB/s; book/results/sweep-h100.json): fp16
 //                98.2-100.7%, bf16 97.9-100.5%, fp32 98.8-100.3%.
-//                Longer rows: fp16/bf16 65,536 columns H200 86%, H100 95% (a 5-8% spread,
+//                Longer rows: fp16/bf16 65,536 columns H200 86%, H100 95% (rounds spread 5-14%,
 //                see Fit::kWide); fp32 32,768 H200 91%, H100 97%; fp32 65,536 (streaming)
 //                H200 65% (H100 figures: code d7169b5, book/results/long-rows-h100.json).
 
@@ -300,8 +300,9 @@ __device__ __forceinline__ float group_sum(float v) {  // over aligned groups of
 
 // Block-wide sum that every thread receives; one barrier. Rows alternate between
 // the two halves of `slots`, so a fast warp can not overwrite a slow warp's inputs.
-// A block has at most 16 warps, so the warps' sums take a 16-lane butterfly (each
-// half-warp adds all of them), one shuffle step fewer than a full warp's.
+// kMaxWarps: the most warps a block of the caller has. Up to 16 (512 threads),
+// the warps' sums take a 16-lane butterfly (each half-warp adds all of them), one
+// shuffle step fewer than a full warp's; Fit::kWide's 1,024 threads take 32.
 template <int kMaxWarps = 16>
 __device__ __forceinline__ float block_sum(float v, float (*slots)[32], int parity) {
   static_assert(kMaxWarps == 16 || kMaxWarps == 32, "a half-warp or a warp adds the warps' sums");
@@ -529,8 +530,8 @@ rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __
 //           against 3.2: there the early weight wins.
 //   kWide:  rows of 4,097 to 8,192 packs (fp32 16,388 to 32,768 columns, 16-bit
 //           twice that): up to 1,024 threads of 8 packs, one block per SM, 64
-//           registers, the weight loaded after the reduction. These
-//           rows used to take the streaming kernel, which reads x twice. H200,
+//           registers, the weight loaded after the reduction. These rows used
+//           to take the streaming kernel, which reads x twice. H200,
 //           % of a copy in the same rounds, streaming -> this (torch.compile):
 //           256 MiB, fp32 32,768 columns 69.0 -> 93.6 (94.2), fp32 24,576 73.1 ->
 //           94.0 (92.8), fp16 65,536 67.5 -> 85.1 (63.6), bf16 65,536 67.6 ->
