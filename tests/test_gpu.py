@@ -71,6 +71,41 @@ def test_misaligned_tensors(kernel, offset):
     assert torch.isnan(obuf[:offset]).all(), "wrote outside the output"
 
 
+def test_random_rows_offsets_and_outputs(kernel):
+    # Drawn afresh every run: up to ~12,000 rows (the launches for many rows, not
+    # only one wave), rows of 1 to 70,000 elements, x, weight, bias and out each
+    # starting 0 to 7 elements into its buffer (so x and out may be misaligned
+    # differently), out NaN-filled with NaN guards on both sides. A failure names
+    # the case.
+    op, ops, dtype, variant = kernel
+    rng = random.Random()
+
+    def placed(t, offset, fill=None):
+        buf = torch.full((t.numel() + offset + 8,), math.nan, dtype=dtype, device="cuda")
+        view = buf[offset:offset + t.numel()].view(t.shape)
+        view.copy_(t if fill is None else fill)
+        return buf, view
+
+    for _ in range(8):
+        cols = int(math.exp(rng.uniform(0, math.log(70_000))))
+        rows = max(1, min(int(math.exp(rng.uniform(0, math.log(12_000)))), 2**24 // cols))
+        offsets = {key: rng.randint(0, 7) for key in ("x", "weight", "bias", "out")}
+        case = f"{rows} x {cols}, offsets {offsets}"
+        inputs = op.make_inputs((rows, cols), dtype, "cuda")
+        for key in ("x", "weight", "bias"):
+            if key in inputs:
+                inputs[key] = placed(inputs[key], offsets[key])[1]
+        obuf, out = placed(inputs["x"], offsets["out"], fill=math.nan)
+        try:
+            op.call_stage(ops, inputs, out, variant)
+            torch.cuda.synchronize()
+        except Exception as exc:
+            raise AssertionError(f"{case}: {exc}") from exc
+        op.check(out, op.reference(inputs), dtype, case)
+        end = offsets["out"] + out.numel()
+        assert torch.isnan(obuf[:offsets["out"]]).all() and torch.isnan(obuf[end:]).all(), f"{case}: wrote outside out"
+
+
 def test_runs_on_the_current_stream(kernel):
     op, ops, dtype, variant = kernel
     inputs = op.make_inputs((64, 1024), dtype, "cuda")
