@@ -1238,6 +1238,10 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     32 halves 64-67 -> 96-98 (99), 8 floats 55 -> 97 (99), 16 floats 86 -> 99
 //     (100); 24 halves (3 vectors) 52 -> 78 (99). Two lanes of 1 vector each for
 //     16 halves: 88; one lane of 4 vectors for 32 halves: 74-75.
+//     128 halves, other lane shapes with the method fixed (H200, 256 MiB, two
+//     runs, % of a copy, 4 lanes x 4 at 64 registers: 96.4-96.7): 8 x 2 at 56
+//     registers 94.7-95.8; 16 x 1 at 32 (2,048 threads per SM) 93.2-94.0; 8 x 2
+//     held to 40 registers spills and takes 80-81.
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     8,192 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
@@ -1255,7 +1259,12 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     512 x 4 halves with early weight and bias were each 1-13 points slower;
 //     so were resident blocks (one per SM, weight and bias loaded once per
 //     launch, the next row's loads issued before the current row's reduction):
-//     fp16 75%, fp32 86% (H200).
+//     fp16 75%, fp32 86% (H200). Nor does holding back half of the first wave
+//     (the blocks on each SM's second slot, or the odd ones) by 2,000-8,000
+//     clocks, so that loads and reductions interleave from the start: H200,
+//     % of a copy in the same rounds, this -> held back: fp16 93.2 -> 91.9-94.0,
+//     bf16 92.4 -> 91.2-93.0, fp32 92.5 -> 92.5-93.1, within the rounds' spread
+//     (3-4%); without weight and bias, the same rounds: 94.3-95.1.
 //     Under ncu (H200, fp16 x 16,384, one row per block of 256 x 8) the weight
 //     and bias loads hit L1 (48% of L1 sectors hit, all but x's), L2 reads 3%
 //     more than the copy's bytes, and the SMs issue on 56% of their cycles:
