@@ -73,18 +73,17 @@ def test_misaligned_tensors(kernel, offset):
 
 def test_random_rows_offsets_and_outputs(kernel):
     # Drawn afresh every run: up to ~12,000 rows (the launches for many rows, not
-    # only one wave), rows of 1 to 70,000 elements, x, weight, bias and out each
-    # starting 0 to 7 elements into its buffer (so x and out may be misaligned
-    # differently), out NaN-filled with NaN guards on both sides. A failure names
-    # the case.
+    # only one wave) and at most 2^24 elements, rows of 1 to 70,000 elements, x,
+    # weight, bias and out each starting 0 to 7 elements into its buffer (so x and
+    # out may be misaligned differently), out NaN-filled with NaN guards on both
+    # sides. A failure names the case.
     op, ops, dtype, variant = kernel
     rng = random.Random()
 
-    def placed(t, offset, fill=None):
-        buf = torch.full((t.numel() + offset + 8,), math.nan, dtype=dtype, device="cuda")
-        view = buf[offset:offset + t.numel()].view(t.shape)
-        view.copy_(t if fill is None else fill)
-        return buf, view
+    def placed(shape, offset):  # a NaN-filled buffer and the view `offset` elements into it
+        n = math.prod(shape)
+        buf = torch.full((n + offset + 8,), math.nan, dtype=dtype, device="cuda")
+        return buf, buf[offset:offset + n].view(shape)
 
     for _ in range(8):
         cols = int(math.exp(rng.uniform(0, math.log(70_000))))
@@ -94,8 +93,8 @@ def test_random_rows_offsets_and_outputs(kernel):
         inputs = op.make_inputs((rows, cols), dtype, "cuda")
         for key in ("x", "weight", "bias"):
             if key in inputs:
-                inputs[key] = placed(inputs[key], offsets[key])[1]
-        obuf, out = placed(inputs["x"], offsets["out"], fill=math.nan)
+                inputs[key] = placed(inputs[key].shape, offsets[key])[1].copy_(inputs[key])
+        obuf, out = placed(inputs["x"].shape, offsets["out"])
         try:
             op.call_stage(ops, inputs, out, variant)
             torch.cuda.synchronize()
