@@ -74,17 +74,25 @@ def test_past_the_l2_with_head_and_tail(ops, form, dtype):
 
 
 @pytest.mark.parametrize("form", FORMS)
-def test_fp32_launches_on_either_side_of_2_to_16_packs(ops, form):
-    # fp32 inputs under 2^16 packs take one element a thread, from there to 2^17 one
-    # pack a thread: lengths on both sides of the switch, views one element into
-    # their buffers (a head peeled off) and lengths that leave a tail, out= into a
-    # NaN-filled view of the same offset.
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_pack_launches_whole_and_ragged(ops, form, dtype):
+    # Each launch of the pack variant (8-byte packs under 2^16 16-byte packs, one
+    # 16-byte pack a thread to 2^17, two above, and the launch past the L2) on
+    # lengths that fill its blocks exactly (the WHOLE kernel: no head, tail or
+    # bounds test), one element short, and one element into the buffer with a
+    # tail (head and tail peeled), out= into a NaN-filled view of the same offset.
     op = op_for(form)
-    for n, offset in ((4 * 2**16 - 1, 0), (4 * 2**16, 0), (4 * 2**16 + 3, 1), (300_001, 1), (4 * 2**17 - 5, 1)):
-        x = (torch.randn(n + 1, device="cuda") * 4)[offset:offset + n]
-        out = torch.full((n + 1,), math.nan, device="cuda")[offset:offset + n]
-        ops.gelu_out(x, form, STAGE.variant("pack"), out)
-        op.check(out, op.reference({"x": x, "approximate": form}), torch.float32, f"{form}, {n} floats, offset {offset}")
+    size = torch.tensor([], dtype=dtype).element_size()
+    per_pack = 16 // size
+    l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+    past_l2 = (l2 // size // 4096 + 8) * 4096  # 2n bytes moved: over twice the L2, whole 4 KiB blocks
+    for n in (32 * 4096, 2**16 * per_pack, 2**17 * per_pack, past_l2):
+        for length, offset in ((n, 0), (n - 1, 0), (n + 3, 1)):
+            x = (torch.randn(length + 1, device="cuda") * 4).to(dtype)[offset:offset + length]
+            out = torch.full((length + 1,), math.nan, device="cuda", dtype=dtype)[offset:offset + length]
+            ops.gelu_out(x, form, STAGE.variant("pack"), out)
+            op.check(out, op.reference({"x": x, "approximate": form}), dtype,
+                     f"{form} {dtype}, {length} elements, offset {offset}")
 
 
 def test_half_math_overflows_where_the_fp32_math_does_not(ops):

@@ -17,9 +17,8 @@
 //   1  pairs      two elements per access: __half2 / __nv_bfloat162 (4 bytes), float2 (8)
 //   2  packs      16-byte packs (8 halves or 4 floats), one or two packs in flight per
 //                 thread, as the GPU's memory needs (see packs_in_flight); inputs under
-//                 2^17 packs (2 MiB) take one 8-byte half pack a thread (fp16, bf16);
-//                 fp32 inputs take one element a thread under 2^16 packs, one pack
-//                 from there to 2^17
+//                 2^16 packs (1 MiB) take one 8-byte pack a thread, from there to 2^17
+//                 one 16-byte pack (see kSmallVectors)
 //   3  half math  fp16, tanh form only: the trap. Packs like variant 2, but the math is
 //                 __half2 arithmetic with tanh(u) = (e^2u - 1)/(e^2u + 1) through h2exp,
 //                 as naive "f16" GELU kernels do. Kept inaccurate on purpose: 1 + tanh(u)
@@ -27,9 +26,9 @@
 //                 overflows fp16 above x ~ 4.1, giving inf/inf = NaN. Some public
 //                 kernels clamp the input at about +-11 instead (ln 65504 = 11.09),
 //                 which makes GELU(20) = 11.09; nothing in this file clamps.
-// Grid: one step per thread (IN_FLIGHT vectors), so a large input is many waves of
-// short blocks (4 KiB each for variants 2 and 3), capped at 2^20 blocks; grid-stride
-// loops cover anything beyond.
+// Grid: one step per thread, so a large input is many waves of short blocks (4 KiB
+// each for variants 2 and 3); the scalar kernel's grid is capped at 2^20 blocks, and
+// a grid-stride loop covers anything beyond.
 // Variants 1-3 need x and y aligned to the access width: a shared misalignment (a
 // view starting 2 bytes into its allocation) peels a scalar head until aligned, then
 // runs the vector body and a scalar tail; different misalignments of x and y fall
@@ -80,7 +79,7 @@
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 1 << 20;  // grid cap; the grid-stride loops cover the rest
+constexpr int64_t kMaxBlocks = 1 << 20;  // scalar kernel's grid cap; its grid-stride loop covers the rest
 constexpr int kPackBytes = 16;           // variant 2 and 3 access width
 constexpr int kBlockBytes = 4096;        // what a block of variant 2 or 3 reads per step
 
@@ -309,55 +308,61 @@ gelu_scalar_kernel(const T* x, T* y, int64_t n) {
     y[i] = Op::scalar(x[i]);
 }
 
-// Variants 1-3. Elements [0, head) are a scalar head that brings x + head (and
-// y + head: same misalignment) to a BYTES boundary; then nvec whole vectors; then
-// a scalar tail of fewer than one vector. Head and tail go to the first threads of
-// block 0, which also take their share of the body.
-template <typename Op, typename T, int BYTES, int IN_FLIGHT, int THREADS>
+// Variants 1-3. Block b owns the K * THREADS consecutive vectors from
+// b * K * THREADS on; its thread t takes vectors t, t + THREADS, ... of them,
+// each a coalesced warp-wide access, all K loads issued before the first store
+// so that their latencies overlap. One step per thread: the grid covers the
+// input, with no grid-stride loop (its loop test and second copy of the body
+// cost a launch of one wave 1-3%; see kSmallVectors).
+// WHOLE: x is BYTES-aligned and n is a whole number of blocks' vectors, so there
+// is no head, no tail and no bounds test at all. Otherwise elements [0, head)
+// are a scalar head that brings x + head (and y + head: same misalignment) to a
+// BYTES boundary, then come nvec whole vectors, then a scalar tail of fewer than
+// one vector; head and tail go to the first threads of block 0.
+// No __restrict__: y may equal x.
+template <typename Op, typename T, int BYTES, int K, int THREADS, bool WHOLE>
 __global__ void __launch_bounds__(THREADS, Op::kMinThreadsPerSm / THREADS)
 gelu_vector_kernel(const T* x, T* y, int64_t n, int64_t head) {
   using V = typename Raw<BYTES>::type;
   constexpr int kPerVec = BYTES / static_cast<int>(sizeof(T));
+  if constexpr (WHOLE) head = 0;
   const int64_t nvec = (n - head) / kPerVec;
   const V* xv = reinterpret_cast<const V*>(x + head);
   V* yv = reinterpret_cast<V*>(y + head);
 
-  const int64_t tid = static_cast<int64_t>(blockIdx.x) * THREADS + threadIdx.x;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * THREADS;
-  int64_t i = tid;
-  // IN_FLIGHT vectors per step, each a coalesced warp-wide access: all loads are
-  // issued before the first store, so their latencies overlap.
-  for (; i + (IN_FLIGHT - 1) * stride < nvec; i += IN_FLIGHT * stride) {
-    V v[IN_FLIGHT];
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * (K * THREADS) + threadIdx.x;
+  V v[K];
 #pragma unroll
-    for (int k = 0; k < IN_FLIGHT; ++k) v[k] = xv[i + k * stride];
+  for (int k = 0; k < K; ++k)
+    if (WHOLE || first + k * THREADS < nvec) v[k] = xv[first + k * THREADS];
 #pragma unroll
-    for (int k = 0; k < IN_FLIGHT; ++k) yv[i + k * stride] = apply<Op, BYTES>(v[k]);
-  }
-  for (; i < nvec; i += stride) yv[i] = apply<Op, BYTES>(xv[i]);  // at most IN_FLIGHT - 1 left
+  for (int k = 0; k < K; ++k)
+    if (WHOLE || first + k * THREADS < nvec) yv[first + k * THREADS] = apply<Op, BYTES>(v[k]);
 
-  const int64_t tail = head + nvec * kPerVec;
-  if (tid < head) y[tid] = Op::scalar(x[tid]);
-  if (tid < n - tail) y[tail + tid] = Op::scalar(x[tail + tid]);
+  if constexpr (!WHOLE) {
+    const int64_t tid = static_cast<int64_t>(blockIdx.x) * THREADS + threadIdx.x;
+    const int64_t tail = head + nvec * kPerVec;
+    if (tid < head) y[tid] = Op::scalar(x[tid]);
+    if (tid < n - tail) y[tail + tid] = Op::scalar(x[tail + tid]);
+  }
 }
 
 // ---------------------------------------------------------------- launchers --
 
-// Blocks for `items` work items at `per_thread` each: one step per thread, so a
-// large input is hundreds of waves of short blocks that the hardware schedules as
-// SMs free up (like chapter 05's copy reference). Capped at kMaxBlocks; beyond
-// that the grid-stride loops take several steps. On an H100 a grid of a few waves
-// per SM with longer loops measured 70-94% of a copy (worst at 1.33 waves), this
-// form 98%.
-unsigned grid_for(int64_t items, int per_thread, int threads = kThreads) {
-  const int64_t per_block = static_cast<int64_t>(threads) * per_thread;
-  const int64_t want = (items + per_block - 1) / per_block;
+// Blocks for the scalar kernel's n elements: one step per thread, as for the
+// vector kernel, so a large input is hundreds of waves of short blocks that the
+// hardware schedules as SMs free up (like chapter 05's copy reference). Capped at
+// kMaxBlocks; beyond that the grid-stride loop takes several steps. On an H100 a
+// grid of a few waves per SM with longer loops measured 70-94% of a copy (worst
+// at 1.33 waves), this form 98%.
+unsigned grid_for(int64_t n) {
+  const int64_t want = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(want < 1 ? 1 : (want < kMaxBlocks ? want : kMaxBlocks));
 }
 
 template <typename Op, typename T>
 cudaError_t launch_scalar(const T* x, T* y, int64_t n, cudaStream_t stream) {
-  gelu_scalar_kernel<Op, T><<<grid_for(n, 1), kThreads, 0, stream>>>(x, y, n);
+  gelu_scalar_kernel<Op, T><<<grid_for(n), kThreads, 0, stream>>>(x, y, n);
   return cudaGetLastError();
 }
 
@@ -399,37 +404,29 @@ int packs_in_flight(int64_t bytes_moved) {
   return bytes_moved <= fit.l2 ? 2 : fit.packs;
 }
 
-// A small input (fewer than kSmallVectors 16-byte packs) is latency, not
-// bandwidth: with 256 threads and two packs each, 32 x 4,096 halves would be 32
-// blocks on a 132-SM GPU, each thread computing 16 values in a row (2.7 us on an
-// H200, where one element per thread took 2.0). There each thread takes one
-// 8-byte half pack (4 halves) in blocks of 128, so every SM gets work and each
-// thread's chain of math is short: 2.0 us on an H200 (one 16-byte pack a thread in
-// blocks of 64: 2.1). fp32 below 2^16 packs goes one element a thread (the scalar
-// kernel): its erf form is ~25 instructions an element, and with two a thread 32 x
-// 4,096 floats took 93.7% of a copy's time on an H200 against 95.9% (tanh form
-// 95.2 / 97.4); with one 16-byte pack a thread, 91.1% (tanh 93.9). From 2^16
-// packs one pack a thread wins: H200, CUDA graph, % of a copy in the same rounds,
-// one element -> one pack a thread (torch.compile), erf form: 64 x 4,096 floats
-// 92.5 -> 92.6 (97.0), 80 x 4,096 83.5 -> 93.7 (97.3), 96 x 4,096 83.8 -> 94.2
-// (96.5), 127 x 4,096 82.2 -> 94.2 (97.6); tanh form 93.4 -> 95.3 (81.1), 84.2 -> 95.1 (94.9), 85.3 -> 96.2
-// (95.9), 82.4 -> 95.7 (94.9). H100, same rounds: erf 64 / 96 / 127 x 4,096 92.8 /
-// 88.8 / 89.5 -> 93.6 / 95.3 / 95.1 (97.4 / 97.0 / 100.2), tanh 93.2 / 89.4 / 90.0
-// -> 95.7 / 96.2 / 96.7 (95.2 / 87.8 / 90.7). Two packs a thread, as larger
-// launches take, were 1-5 points below one for the erf form there (H200).
-// Nor did other shapes with room for 64 registers a thread win at 32 x 4,096
-// (H200, CUDA graph): one 16- or 8-byte pack a thread in blocks of 32 to 256
-// threads took 2.12-2.17 us in fp32 (erf) against 2.06 for one element a
-// thread, and 1.96-2.10 in fp16/bf16 against 1.98-1.99 for the launch below
-// (torch.compile, erf form: 2.02 and 1.95).
+// A small input (fewer than kSmallVectors 16-byte packs, 2 MiB) is latency,
+// not bandwidth: every thread's load, math and store form one chain, and the
+// launch ends when the slowest chain does. Below 2^16 packs each thread takes one
+// 8-byte pack (2 floats or 4 halves) in blocks of 512 elements, so every SM gets
+// work and each thread's chain of math is short; from 2^16 packs, one 16-byte
+// pack in blocks of 256. PLACEHOLDER
 constexpr int64_t kSmallVectors = 1 << 17;
-constexpr int kSmallThreads = 128;
 
-template <typename Op, typename T, int BYTES, int IN_FLIGHT>
-cudaError_t launch_vector_kernel(const T* x, T* y, int64_t n, int64_t head, int64_t nvec, cudaStream_t stream) {
-  constexpr int kThreadsPerBlock = BYTES == kPackBytes ? kBlockBytes / (BYTES * IN_FLIGHT) : kThreads;
-  gelu_vector_kernel<Op, T, BYTES, IN_FLIGHT, kThreadsPerBlock>
-      <<<grid_for(nvec, IN_FLIGHT, kThreadsPerBlock), kThreadsPerBlock, 0, stream>>>(x, y, n, head);
+// gelu_vector_kernel over n elements, the first `head` of them the scalar head:
+// the WHOLE kernel where there is no head and n fills whole blocks, else the
+// one with the bounds tests and the scalar head and tail.
+template <typename Op, typename T, int BYTES, int K, int THREADS>
+cudaError_t launch_vector_kernel(const T* x, T* y, int64_t n, int64_t head, cudaStream_t stream) {
+  constexpr int64_t kPerVec = BYTES / sizeof(T);
+  constexpr int64_t kVectorsPerBlock = static_cast<int64_t>(K) * THREADS;
+  const int64_t nvec = (n - head) / kPerVec;
+  int64_t blocks = (nvec + kVectorsPerBlock - 1) / kVectorsPerBlock;
+  if (blocks < 1) blocks = 1;                          // a head and tail alone
+  if (blocks > 0x7fffffff) return cudaErrorInvalidValue;  // beyond grid.x: over 2^40 elements
+  if (head == 0 && n % (kVectorsPerBlock * kPerVec) == 0)
+    gelu_vector_kernel<Op, T, BYTES, K, THREADS, true><<<blocks, THREADS, 0, stream>>>(x, y, n, 0);
+  else
+    gelu_vector_kernel<Op, T, BYTES, K, THREADS, false><<<blocks, THREADS, 0, stream>>>(x, y, n, head);
   return cudaGetLastError();
 }
 
@@ -441,25 +438,18 @@ cudaError_t launch_vector(const T* x, T* y, int64_t n, cudaStream_t stream) {
   if (mx != my || mx % sizeof(T) != 0) return launch_scalar<Op>(x, y, n, stream);
   int64_t head = mx == 0 ? 0 : static_cast<int64_t>((BYTES - mx) / sizeof(T));
   if (head > n) head = n;
-  const int64_t nvec = (n - head) / (BYTES / static_cast<int64_t>(sizeof(T)));
   if constexpr (BYTES != kPackBytes) {
-    return launch_vector_kernel<Op, T, BYTES, 1>(x, y, n, head, nvec, stream);
+    return launch_vector_kernel<Op, T, BYTES, 1, kThreads>(x, y, n, head, stream);
   } else {
-    if (nvec < kSmallVectors) {
-      if constexpr (sizeof(T) == 4) {
-        if (nvec < kSmallVectors / 2) return launch_scalar<Op>(x, y, n, stream);
-        return launch_vector_kernel<Op, T, BYTES, 1>(x, y, n, head, nvec, stream);
-      } else {
-        constexpr int kHalfPack = BYTES / 2;  // x + head is BYTES-aligned, so kHalfPack-aligned too
-        const int64_t nhalf = (n - head) / (kHalfPack / static_cast<int64_t>(sizeof(T)));
-        gelu_vector_kernel<Op, T, kHalfPack, 1, kSmallThreads>
-            <<<grid_for(nhalf, 1, kSmallThreads), kSmallThreads, 0, stream>>>(x, y, n, head);
-        return cudaGetLastError();
-      }
+    const int64_t nvec = (n - head) / (BYTES / static_cast<int64_t>(sizeof(T)));
+    if (nvec < kSmallVectors / 2) {
+      constexpr int kHalfPack = BYTES / 2;  // x + head is BYTES-aligned, so kHalfPack-aligned too
+      constexpr int kThreadsFor512 = 512 / (kHalfPack / static_cast<int>(sizeof(T)));
+      return launch_vector_kernel<Op, T, kHalfPack, 1, kThreadsFor512>(x, y, n, head, stream);
     }
-    if (packs_in_flight(2 * n * static_cast<int64_t>(sizeof(T))) == 1)
-      return launch_vector_kernel<Op, T, BYTES, 1>(x, y, n, head, nvec, stream);
-    return launch_vector_kernel<Op, T, BYTES, 2>(x, y, n, head, nvec, stream);
+    if (nvec < kSmallVectors || packs_in_flight(2 * n * static_cast<int64_t>(sizeof(T))) == 1)
+      return launch_vector_kernel<Op, T, BYTES, 1, kBlockBytes / BYTES>(x, y, n, head, stream);
+    return launch_vector_kernel<Op, T, BYTES, 2, kBlockBytes / (2 * BYTES)>(x, y, n, head, stream);
   }
 }
 
