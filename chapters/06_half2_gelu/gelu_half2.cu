@@ -373,8 +373,10 @@ cudaError_t launch_scalar(const T* x, T* y, int64_t n, cudaStream_t stream) {
 // SM) needs one pack a thread, an H200 (4.81 TB/s: 36.5 KB) two. Measured at 256
 // MiB and 1 GiB moved, % of a copy in the same rounds (fp16, bf16, fp32, both
 // forms): H100, one pack 99.6-100.3 against 98.6-99.5 with two; H200, two packs
-// 97.0-98.6 against 88.9-95.5 with one (but fp32 tanh: 98.4 against 99.1). The
-// 1 us is the figure that separates those two GPUs, not a measured latency.
+// 97.0-98.6 against 88.9-95.5 with one (but fp32 tanh: 98.4 against 99.1); that
+// was the grid-stride form of the kernel, which read a thread's two packs a grid
+// apart, and the one-step form keeps its choice. The 1 us is the figure that
+// separates those two GPUs, not a measured latency.
 // Inputs that stay in L2 take two (H100, 16 MiB moved in a CUDA graph: 98.6%
 // against 96.5%). The peak bandwidth comes from the memory clock and bus width.
 struct MemoryFit {
@@ -409,7 +411,15 @@ int packs_in_flight(int64_t bytes_moved) {
 // launch ends when the slowest chain does. Below 2^16 packs each thread takes one
 // 8-byte pack (2 floats or 4 halves) in blocks of 512 elements, so every SM gets
 // work and each thread's chain of math is short; from 2^16 packs, one 16-byte
-// pack in blocks of 256. PLACEHOLDER
+// pack in blocks of 256. What a thread does besides the math shows at this size.
+// H200, CUDA graph, 32 x 4,096 halves in 8-byte packs, blocks of 128: 2.02-2.03
+// us with the grid-stride loop this kernel had before, 1.99 without it, 1.96-1.98
+// as WHOLE (torch.compile 1.99). Before -> now, same rounds (torch.compile): erf
+// form 32 x 4,096 floats 2.06 -> 2.01 us (2.16; one element a thread before),
+// halves 1.98 -> 1.92 (1.95), bf16 2.00 -> 1.93 (2.08); tanh form floats 2.06 ->
+// 1.99 (2.59); erf form 64 x 4,096 floats 2.37 -> 2.23 (2.26), 128 x 4,096 halves
+// 2.41 -> 2.26 (2.48). Wider shapes lost at 32 x 4,096: one 16-byte pack a
+// thread took 2.11-2.12 us in fp32, two in blocks of 128 2.18-2.63 (fp32, fp16).
 constexpr int64_t kSmallVectors = 1 << 17;
 
 // gelu_vector_kernel over n elements, the first `head` of them the scalar head:
