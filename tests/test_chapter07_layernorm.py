@@ -167,13 +167,18 @@ def test_many_rows_of_a_few_vectors(ops, method, dtype):
 def test_few_rows_one_block_each(ops, method, dtype):
     # At most 256 aligned rows of 9 to 2,048 vectors: one block a row (32 to 1,024
     # threads), weight and bias loaded with the row. Lengths that fill every
-    # thread's slots and lengths that leave some empty; weight and bias both, one,
-    # or none; out filled with NaN.
+    # thread's slots (the EVEN kernels: 32, 64, 128, 256, 512, 1,024 and 2,048
+    # vectors) and lengths that leave some empty; weight and bias both, one, or
+    # none; out filled with NaN; with 37 rows, row 5 holds a NaN.
     vec = 16 // dtype.itemsize
-    for nvec in (9, 32, 33, 100, 128, 200, 512, 700, 1024, 1500, 2048):
+    for nvec in (9, 32, 33, 64, 100, 128, 200, 256, 512, 700, 1024, 1500, 2048):
         cols = nvec * vec
         for rows in (1, 37, 256):
-            check_weight_and_bias_cases(ops, spread_rows(rows, cols, dtype, method), method, f"{rows} x {cols}")
+            x = spread_rows(rows, cols, dtype, method)
+            nan_row = 5 if rows == 37 else None
+            if nan_row is not None:
+                x[nan_row, cols // 2] = float("nan")
+            check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}", nan_row=nan_row)
 
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])

@@ -144,10 +144,14 @@ def test_past_2_to_31_elements(kernel):
 
 
 def test_copy_kernel_is_exact():
-    # Bytes are bytes: 16-byte packs, then the last 1-15 bytes in the same launch.
+    # Bytes are bytes: 16-byte packs, then the last 1-15 bytes in the same launch;
+    # two packs a thread where the bytes moved fit in the L2, one above (lengths on
+    # both sides of that switch).
     ops = load_bench()
+    l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
-        for n in (1, 3, 4, 5, 7, 8, 9, 15, 1023, 4096 * 33 + 3, 1 << 24):
+        at_l2 = l2 // 2 // dtype.itemsize  # 2 * n * itemsize bytes moved = the L2
+        for n in (1, 3, 4, 5, 7, 8, 9, 15, 1023, 4096 * 33 + 3, at_l2 - 1, at_l2, at_l2 + 1, 1 << 24):
             src = torch.randn(n, device="cuda").to(dtype)
             dst = torch.full_like(src, float("nan"))
             ops.copy(src, dst)
