@@ -61,11 +61,11 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c gelu_half2.cu
 // Measured:      pack kernel, % of the copy of x in the same rounds (kernelbook.bench), rows
-//                of 4,096 at 256 MiB / 1 GiB moved, 2026-11-23. NVIDIA H200 (code 6d34ae0,
-//                two packs a thread; copy ~3,920-3,950 / 4,170-4,190 GB/s; chapter
-//                notebook): erf form fp16 97.4 / 98.7%, bf16 97.5 / 98.7%, fp32 98.6 / 99.7%;
-//                tanh form fp16 98.3 / 99.2%, bf16 98.0 / 99.3%, fp32 98.7 / 99.8%. NVIDIA
-//                H100 (code fbff51a, the same launches; one pack a thread; copy
+//                of 4,096 at 256 MiB / 1 GiB moved, 2026-11-23. NVIDIA H200 (code 8900108,
+//                two packs a thread; copy ~3,970-3,980 / 4,230 GB/s; chapter notebook): erf
+//                form fp16 98.5 / 99.0%, bf16 98.3 / 99.0%, fp32 99.0 / 99.2%; tanh form fp16
+//                99.5 / 99.2%, bf16 99.4 / 99.2%, fp32 99.1 / 99.2%. NVIDIA H100 (code
+//                fbff51a, the grid-stride form of the kernel; one pack a thread; copy
 //                ~2,850-2,870 / 2,990 GB/s; book/results/ladder.json and sweep-h100.json):
 //                99.9-100.5% in every dtype and both forms.
 
