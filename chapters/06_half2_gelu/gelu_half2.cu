@@ -413,8 +413,8 @@ int packs_in_flight(int64_t bytes_moved) {
 // work and each thread's chain of math is short; from 2^16 packs, one 16-byte
 // pack in blocks of 256. What a thread does besides the math shows at this size.
 // H200, CUDA graph, 32 x 4,096 halves in 8-byte packs, blocks of 128: 2.02-2.03
-// us with the grid-stride loop this kernel had before, 1.99 without it, 1.96-1.98
-// as WHOLE (torch.compile 1.99). Before -> now, same rounds (torch.compile): erf
+// us with the grid-stride loop this kernel had before, 1.99 without it, 1.96 as
+// WHOLE (torch.compile 1.99). Before -> now, same rounds (torch.compile): erf
 // form 32 x 4,096 floats 2.06 -> 2.01 us (2.16; one element a thread before),
 // halves 1.98 -> 1.92 (1.95), bf16 2.00 -> 1.93 (2.08); tanh form floats 2.06 ->
 // 1.99 (2.59); erf form 64 x 4,096 floats 2.37 -> 2.23 (2.26), 128 x 4,096 halves
