@@ -785,11 +785,11 @@ constexpr int kFewRowsBlocksPerSm = THREADS >= 1024 ? 1 : THREADS >= 256 ? 2 : 1
 // EVEN (few-rows launches only): the row is exactly THREADS x VPT vectors and the
 // grid has a block per row, so every slot test, the thread's count and the choice
 // of merge are known at compile time, and a block does one row. H200, CUDA graph,
-// same rounds, run-time tests -> EVEN (Liger): 32 x 4,096 halves 2.6 -> 2.4 us
-// (2.6), bf16 2.7 -> 2.4 (2.6), floats 2.9 -> 2.7 (3.0); 1 x 4,096 halves 2.0 ->
-// 1.7 (1.8); 256 x 4,096 halves 3.7 -> 3.3 (3.6); 64 x 8,192 floats 4.3 -> 3.9
-// (4.0); 128 x 1,024 bf16 2.4 -> 2.3 (2.4). A block doing one row with the tests
-// kept at run time gained nothing (2.6 us at 32 x 4,096 halves).
+// same rounds, run-time tests -> EVEN (Liger): 32 x 4,096 halves 2.60 -> 2.44 us
+// (2.52), bf16 2.62 -> 2.48 (2.55), floats 2.90 -> 2.73 (2.90); 1 x 4,096 halves
+// 1.98 -> 1.75 (1.80); 256 x 4,096 halves 3.71 -> 3.34 (3.54); 64 x 8,192 floats
+// 4.24 -> 3.91 (3.94). A block doing one row with the tests kept at run time
+// gained nothing (2.6 us at 32 x 4,096 halves).
 template <typename T, int N, bool PEEL, int THREADS, int VPT, int METHOD = -1, bool EVEN = false>
 __global__ void __launch_bounds__(THREADS, METHOD >= 0 ? kFewRowsBlocksPerSm<THREADS> : kBlocksPerSm<THREADS, VPT>)
 layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
