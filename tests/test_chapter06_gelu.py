@@ -58,29 +58,13 @@ def test_in_place(ops, form, dtype):
 
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_past_the_l2_with_head_and_tail(ops, form, dtype):
-    # The launch for inputs larger than the L2 (one or two packs a thread, as the
-    # GPU's memory needs): a view one element into its buffer, so the pack kernel
-    # peels a head, and a length that leaves a tail; out= into a NaN-filled view of
-    # the same offset, so the vector body runs too.
-    op = op_for(form)
-    l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
-    size = torch.tensor([], dtype=dtype).element_size()
-    n = l2 // size + 8 * 1021 + 5  # 2n bytes moved: twice the L2
-    x = (torch.randn(n + 1, device="cuda") * 4).to(dtype)[1:]
-    out = torch.full((n + 1,), math.nan, device="cuda", dtype=dtype)[1:]
-    ops.gelu_out(x, form, STAGE.variant("pack"), out)
-    op.check(out, op.reference({"x": x, "approximate": form}), dtype, f"{form} {dtype}, {n} elements, offset 1")
-
-
-@pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_pack_launches_whole_and_ragged(ops, form, dtype):
     # Each launch of the pack variant (8-byte packs under 2^16 16-byte packs, one
-    # 16-byte pack a thread to 2^17, two above, and the launch past the L2) on
-    # lengths that fill its blocks exactly (the WHOLE kernel: no head, tail or
-    # bounds test), one element short, and one element into the buffer with a
-    # tail (head and tail peeled), out= into a NaN-filled view of the same offset.
+    # 16-byte pack a thread to 2^17, two above, and the launch past the L2: one or
+    # two packs a thread, as the GPU's memory needs) on lengths that fill its
+    # blocks exactly (the WHOLE kernel: no head, tail or bounds test), one element
+    # short, and one element into the buffer with a tail (head and tail peeled),
+    # out= into a NaN-filled view of the same offset, so the vector body runs too.
     op = op_for(form)
     size = torch.tensor([], dtype=dtype).element_size()
     per_pack = 16 // size
