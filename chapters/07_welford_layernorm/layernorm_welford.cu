@@ -1290,6 +1290,14 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     and bias loads hit L1 (48% of L1 sectors hit, all but x's), L2 reads 3%
 //     more than the copy's bytes, and the SMs issue on 56% of their cycles:
 //     neither L2 nor instruction issue is full, and what is left is not found.
+//     A grid of only the resident blocks, each looping over rows (or row pairs)
+//     in turn, evenly or not, so that no last wave runs alone, lost 4-10 points
+//     (H200, 256 MiB, % of a copy in the same rounds, a block per row or row pair
+//     -> resident blocks: fp16 16,384 92.0 -> 83-84, fp32 16,384 92.6 -> 89, fp16
+//     8,192 95.0 -> 88-89, fp32 4,096 97.1 -> 91; 1 GiB fp16 16,384 96.0 ->
+//     87-89), likely because blocks that start together stay in step. In the
+//     same rounds the kernel without weight and bias took 94.2 and the one-pass
+//     method 93.4 (fp16 16,384).
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
 //     64 registers, one block per SM. H200, 256 MiB, % of a copy in the same

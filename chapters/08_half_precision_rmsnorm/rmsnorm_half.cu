@@ -545,6 +545,27 @@ rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __
 //           arithmetic a pack, held within 1.5%, as did the copy. One block per
 //           SM stops that SM's loads while it reduces and stores; how the SMs'
 //           phases fall together changes from launch to launch.
+// Measured and not kept (256 MiB, % of a copy in the same rounds, shipped -> tried):
+//   * Cache hints on x. torch.compile's RMSNorm for these rows (torch 2.11) is a
+//     loop of 512 threads at 24-32 registers that reads x twice, the first time
+//     with L1::evict_last and an L2 evict_last policy, the second evict_first;
+//     on an H200 it runs 1-2% ahead of this kernel (ncu, one launch: fp32 8,192
+//     x 4,096 61.3 against 62.3 us). Most of that is the hint: x loaded with
+//     both evict_last hints here, H200 fp32 4,096 / 2,048 columns 97.5 -> 98.5 /
+//     98.3 -> 100.0, fp16 8,192 98.0 -> 99.6, bf16 8,192 98.4 -> 99.4, fp16 128
+//     99.0 -> 100.6 (torch.compile 98.1 / 99.4 / 100.1 / 100.0 / 100.7). But on an
+//     H100 the same build loses 1.4-2.5 points (fp32 4,096 100.6 -> 98.5, fp16
+//     8,192 100.7 -> 98.6; torch.compile 97.8), the L2 hint alone does the same,
+//     the L1 hint alone changes nothing, and the copy's loads with the L2 hint
+//     lose 2 points there too (fp32: 100.1 -> 97.9). A hint that wins on one
+//     Hopper and loses on the other, in a benchmark whose L2 starts full of dirty
+//     lines, is not shipped. evict_first or L1::no_allocate on x: 1-3 points
+//     slower (H200); in a CUDA graph (32 x 4,096 floats) every hint cost 1-2.5.
+//   * The same two-sweep loop in this file (2 packs a thread, 32 registers, x
+//     re-read from L1): with the hints 95.5-100.7 (H200), without 92-98; one pack
+//     a thread 71-94 (one load in flight).
+//   * 2 packs a thread held in registers at 32 registers (four 512-thread blocks
+//     per SM): fp16 and bf16 8,192 columns 84-89 against 97-98 (H200).
 enum class Fit { kTwo, kThree, kDense, kWide };
 
 template <class T, Fit F>
@@ -688,6 +709,12 @@ void launch_rows(int vpt, const T* x, const T* w, T* y, int64_t rows, int cols, 
   }
 }
 
+// A block per row, and the GPU hands out rows as blocks finish. A grid of only
+// the resident blocks, each looping over rows (rows / blocks of them, or one
+// more), was 3.5-6 points slower (H200, 256 MiB, % of a copy in the same rounds:
+// fp16 8,192 columns 95.7 -> 91.6, fp32 4,096 97.7 -> 93.7, fp32 16,384 95.8 ->
+// 89.9), likely because blocks that start together stay in step, loading at
+// the same time and reducing at the same time.
 template <class T, bool kAligned>
 void launch_block(int vpt, int threads, const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols,
                   float eps, cudaStream_t s) {
