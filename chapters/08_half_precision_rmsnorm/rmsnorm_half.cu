@@ -555,12 +555,15 @@ rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __
 //     98.3 -> 100.0, fp16 8,192 98.0 -> 99.6, bf16 8,192 98.4 -> 99.4, fp16 128
 //     99.0 -> 100.6 (torch.compile 98.1 / 99.4 / 100.1 / 100.0 / 100.7). But on an
 //     H100 the same build loses 1.4-2.5 points (fp32 4,096 100.6 -> 98.5, fp16
-//     8,192 100.7 -> 98.6; torch.compile 97.8), the L2 hint alone does the same,
-//     the L1 hint alone changes nothing, and the copy's loads with the L2 hint
-//     lose 2 points there too (fp32: 100.1 -> 97.9). A hint that wins on one
-//     Hopper and loses on the other, in a benchmark whose L2 starts full of dirty
-//     lines, is not shipped. evict_first or L1::no_allocate on x: 1-3 points
-//     slower (H200); in a CUDA graph (32 x 4,096 floats) every hint cost 1-2.5.
+//     8,192 100.7 -> 98.6; torch.compile 97.8). On both GPUs the L2 hint alone
+//     does all of it and the L1 hint alone nothing, and it moves a plain copy
+//     the same way: the copy's loads with the L2 hint, 256 MiB of floats, H200
+//     101.3 -> 102.7% of the reference copy, H100 100.1 -> 97.9. So the gain
+//     comes from how each GPU's L2 (full of dirty lines when a timing starts)
+//     treats the reads, not from the kernel's design; a hint that wins on one
+//     Hopper and loses on the other is not shipped. evict_first or
+//     L1::no_allocate on x: 1-3 points slower (H200); in a CUDA graph (32 x 4,096
+//     floats) every hint cost 1-2.5.
 //   * The same two-sweep loop in this file (2 packs a thread, 32 registers, x
 //     re-read from L1): with the hints 95.5-100.7 (H200), without 92-98; one pack
 //     a thread 71-94 (one load in flight).
