@@ -23,6 +23,14 @@ and 90.0 us from an op's input into the memory the op's output gets, a 3.7% gap
 that had let ops "beat" the copy. Where a weight is a visible share of the bytes
 (a few rows), the copy moves exactly the op's byte count between buffers of its
 own instead: such cases are bound by latency, not by where the bytes live.
+
+The copy is a plain one: 16-byte loads and stores, no cache hints. A hint moves
+it differently on each GPU: with an L2 evict_last policy on its loads the same
+copy ran 0.5-1.4% faster on an H200 and 0.5-2.2% slower on an H100 (2026-11-23,
+256 and 512 MiB moved, 40 flushed rounds; an L1 hint alone moved it less than
+the rounds' spread). torch.compile's RMSNorm loads x with that policy, which
+likely lets it reach 100-101% of this copy on an H200 and keeps it near 98% on
+an H100; chapter 08 records the measurements.
 """
 
 from __future__ import annotations
