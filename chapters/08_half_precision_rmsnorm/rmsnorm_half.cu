@@ -77,13 +77,14 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
 // Measured:      % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB moved,
-//                rows of 128 to 16,384, 2026-11-23. NVIDIA H200 (code d7169b5; copy
-//                ~3,930-4,060 GB/s; chapter notebook): fp16 95.8-99.2%, bf16 95.5-99.0%,
-//                fp32 96.5-100.4%. NVIDIA H100 (code fbff51a, the same kernels for these
+//                rows of 128 to 16,384, 2026-11-23. NVIDIA H200 (code ba94f1f; copy
+//                ~3,910-4,090 GB/s; chapter notebook): fp16 96.1-99.4%, bf16 94.8-99.4%
+//                (5,125 columns at 94.8; 95.5 in the run before, code d7169b5), fp32
+//                97.0-99.0%. NVIDIA H100 (code fbff51a, the same kernels for these
 //                rows; copy ~2,850-2,970 GB/s; book/results/sweep-h100.json): fp16
 //                98.2-100.7%, bf16 97.9-100.5%, fp32 98.8-100.3%.
 //                Longer rows: fp16/bf16 65,536 columns H200 86%, H100 95% (rounds spread 5-14%,
-//                see Fit::kWide); fp32 32,768 H200 91%, H100 97%; fp32 65,536 (streaming)
+//                see Fit::kWide); fp32 32,768 H200 91-93%, H100 97%; fp32 65,536 (streaming)
 //                H200 65% (H100 figures: code d7169b5, book/results/long-rows-h100.json).
 
 #include <cuda_runtime.h>
