@@ -7,15 +7,15 @@ host's launch time (dynamo's guards, a Python wrapper, a busy CPU) never appears
 as kernel time, in eager mode or in CUDA-graph replay.
 
 Contenders are timed in interleaved rounds: each round times every contender
-once, the copy of the op's input included, so a slow moment of the GPU hits
-them all alike. Each round draws a fresh order (seeded: every run draws the
-same ones), so no contender always follows the same one, and so always gets
-the output memory that one just freed; rotating one fixed order, as before,
-kept nearly every contender behind the same neighbour. (No bias from it was
-found: three copies of one kernel measured within 0.5% of each other under
-either order, H200, 2026-11-23, five shapes, 50 rounds.) Large cases (at least BIG_BYTES moved) run
-call by call after writing a buffer twice the L2's size; small ones are captured
-in a CUDA graph over rotating input sets (more than 3x the L2) and replayed.
+once, the copy of the op's input included, so a slow moment of the GPU hits them
+all alike. Each round draws a fresh order (seeded: every run draws the same
+ones), so that no contender always follows the same one and writes into the
+output memory that one has just freed, as nearly all did when one fixed order
+was rotated. (No bias from it was found: three copies of one kernel measured
+within 0.5% of each other under either order, H200, 2026-11-23, five shapes, 50
+rounds.) Large cases (at least BIG_BYTES moved) run call by call after writing a
+buffer twice the L2's size; small ones are captured in a CUDA graph over
+rotating input sets (more than 3x the L2) and replayed.
 
 Bandwidth counts the bytes an op must move: every input read once (weights
 included) and every output written once. "% of speed of light" is the op's
