@@ -718,7 +718,9 @@ void launch_rows(int vpt, const T* x, const T* w, T* y, int64_t rows, int cols, 
 // more), was 3.5-6 points slower (H200, 256 MiB, % of a copy in the same rounds:
 // fp16 8,192 columns 95.7 -> 91.6, fp32 4,096 97.7 -> 93.7, fp32 16,384 95.8 ->
 // 89.9), likely because blocks that start together stay in step, loading at
-// the same time and reducing at the same time.
+// the same time and reducing at the same time. Peeled 16-bit rows keep 4 packs a
+// thread at 64 registers: 2 or 8 packs lost 3-19 points at 4,100 and 5,125
+// columns, and the kDense build (40 registers) on them gained nothing (H200).
 template <class T, bool kAligned>
 void launch_block(int vpt, int threads, const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols,
                   float eps, cudaStream_t s) {
