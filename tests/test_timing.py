@@ -97,6 +97,19 @@ def judged(t, copy, timed_out):
     return bench.judge(t.gbps, t.spread, copy.gbps, copy.spread, timed_out)
 
 
+def test_rounds_time_everyone_once_in_changing_company():
+    # Every round times each contender once; the orders repeat from run to run;
+    # and no contender always follows the same one (it would always write into
+    # the output memory that one has just freed).
+    names = ["copy", "torch copy_", "stage", "eager", "compile", "peer"]
+    orders = bench.round_orders(names, 30)
+    assert len(orders) == 30 and all(sorted(o) == sorted(names) for o in orders)
+    assert orders == bench.round_orders(names, 30)
+    for name in names:
+        before = {o[o.index(name) - 1] for o in orders if o.index(name) > 0}
+        assert len(before) > 1, f"{name} always follows {before}"
+
+
 def test_judge_flags_impossible_noisy_and_timed_out():
     copy = timing(1.0, 0.02)
     assert judged(timing(1.05, 0.02), copy, False) == ""

@@ -61,6 +61,13 @@ SPREAD_LIMIT = 0.10
 ORDER_SEED = 0  # the rounds' contender orders are random, and the same in every run
 
 
+def round_orders(names: list[str], reps: int) -> list[list[str]]:
+    """The order of every round: each a fresh shuffle of `names`, drawn from
+    ORDER_SEED (see the module docstring for why not a rotation)."""
+    rng = random.Random(ORDER_SEED)
+    return [rng.sample(names, len(names)) for _ in range(reps)]
+
+
 def rmsnorm_bytes(rows: int, cols: int, dtype: torch.dtype = torch.float32) -> int:
     from .ops import OPS
 
@@ -211,11 +218,10 @@ def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, m
     flush = L2Flush() if mode == EAGER else None
     gate = Gate()
     names = list(prepared)
-    order = random.Random(ORDER_SEED)
     host_work = {c.name: c.host_work for c in contenders}
     events = []
-    for _ in range(reps):
-        for name in order.sample(names, len(names)):  # a fresh order each round (see above)
+    for round_order in round_orders(names, reps):
+        for name in round_order:
             fn, per_timing = prepared[name]
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             if gated:
