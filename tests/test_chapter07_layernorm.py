@@ -184,7 +184,8 @@ def test_few_rows_one_block_each(ops, method, dtype):
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_many_rows_two_per_block(ops, method, dtype):
-    # At least 2,048 rows of 257 to 2,048 aligned vectors go two rows to a block.
+    # At least 2,048 rows of 257 to 2,048 aligned vectors go two rows to a block
+    # (fp32 rows of more than 1,024 vectors: a row per block, three blocks per SM).
     # An odd row count leaves the last block one row; lengths that do and do not
     # fill every thread's slots; weight and bias both, one, or none.
     vec = 16 // dtype.itemsize

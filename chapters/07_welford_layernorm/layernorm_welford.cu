@@ -763,9 +763,14 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // Register budget of the block path: 64 registers a thread (two 512-thread
 // blocks, or more smaller ones, per SM); 128 for the scalar path's 32-element
 // slices, which would spill in 64. Asking for this occupancy also keeps ptxas
-// from its own guess, which spilled a few bytes here and there.
-template <int THREADS, int VPT>
-constexpr int kBlocksPerSm = (VPT >= 32 ? 512 : 1024) / THREADS;
+// from its own guess, which spilled a few bytes here and there. One exception,
+// kDenseFp32: aligned fp32 blocks of 512 x 4 are held to 40 registers, three
+// blocks per SM, for the many-row launches of 1,025 to 2,048 vectors (see
+// launch_rows); they fit without spilling, the 16-bit ones spill 100 bytes.
+template <typename T, int N, bool PEEL, int THREADS, int VPT>
+constexpr bool kDenseFp32 = sizeof(T) == 4 && N == 4 && !PEEL && THREADS == 512 && VPT == 4;
+template <typename T, int N, bool PEEL, int THREADS, int VPT>
+constexpr int kBlocksPerSm = kDenseFp32<T, N, PEEL, THREADS, VPT> ? 3 : (VPT >= 32 ? 512 : 1024) / THREADS;
 // A few-rows launch is one wave of at most kFewRows blocks (1,024-thread ones
 // at most one per SM): two blocks per SM cover it, so blocks of 256 or 512
 // threads may take 128 or 64 registers, room for weight and bias next to the
@@ -791,7 +796,8 @@ constexpr int kFewRowsBlocksPerSm = THREADS >= 1024 ? 1 : THREADS >= 256 ? 2 : 1
 // 4.24 -> 3.91 (3.94). A block doing one row with the tests kept at run time
 // gained nothing (2.6 us at 32 x 4,096 halves).
 template <typename T, int N, bool PEEL, int THREADS, int VPT, int METHOD = -1, bool EVEN = false>
-__global__ void __launch_bounds__(THREADS, METHOD >= 0 ? kFewRowsBlocksPerSm<THREADS> : kBlocksPerSm<THREADS, VPT>)
+__global__ void __launch_bounds__(THREADS, METHOD >= 0 ? kFewRowsBlocksPerSm<THREADS>
+                                                   : kBlocksPerSm<T, N, PEEL, THREADS, VPT>)
 layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                        T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps,
                        int method, bool wb_vec) {
@@ -907,7 +913,7 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
   }
 }
 
-// Many rows of 257 to 2,048 aligned 16-byte vectors (fp32 1,028 to 8,192
+// Many rows of 257 to 2,048 aligned 16-byte vectors (fp32 1,028 to 4,096
 // columns, fp16/bf16 2,056 to 16,384): two rows per block, the same columns in
 // the same thread, THREADS x VPT vectors a row. Each weight and bias vector is
 // then loaded and converted once for two rows. H200, 256 MiB, % of a copy in
@@ -923,6 +929,13 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
 // the H200's 256 MiB cases by +0.3 to +0.8 points (fp16 8,192 columns 94.6 ->
 // 95.4, 16,384 92.8 -> 93.5; fp32 4,096 97.6 -> 97.2), no more than the fp32
 // 16,384-column kernel, unchanged, moved in the same rounds (+0.4): not kept.
+// fp32 rows of 1,025 to 2,048 vectors (4,100 to 8,192 columns) take a block
+// each instead, 512 x 4 held to 40 registers so that three fit per SM
+// (kDenseFp32): 256 MiB, % of a copy in the same rounds, fp32 8,192 columns,
+// row pairs -> this (Liger, torch.compile): H100 97.7 -> 99.7 (99.0, 96.6);
+// H200 95.5 -> 96.4. The 16-bit row pairs of 512 x 4 spill at 40 registers,
+// and one 16-bit row per block lost (fp16 16,384: 256 x 8 at 64 registers
+// 90.9, 512 x 4 at 64 91.5, against 92.8; H200).
 template <typename T, int N, int THREADS, int VPT>
 __global__ void __launch_bounds__(THREADS, 1024 / THREADS)
 layernorm_row_pair_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
@@ -1265,9 +1278,10 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     held to 40 registers spills and takes 80-81.
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
-//     8,192 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
-//     or 512 threads x 4 vectors, sharing each weight and bias load
-//     (layernorm_row_pair_kernel has the numbers).
+//     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
+//     or 512 threads x 4 vectors, sharing each weight and bias load; fp32 rows
+//     of 1,025 to 2,048 vectors a block each, three per SM (kDenseFp32;
+//     layernorm_row_pair_kernel has the numbers).
 //     Otherwise one block per row: about 4 vectors per thread (64 to 512
 //     threads), 8 at 512 threads. 4 vectors a thread keep the slice in float
 //     registers (kFloatRow), which wins (H200, 4,096 columns: fp16 97% against
@@ -1341,7 +1355,8 @@ cudaError_t launch_rows(const Launch<T>& l) {
     if (l.rows >= kManyRows && nvec <= 512 * 4) {
       if (nvec <= 128 * 4) return launch_row_pairs<T, N, 128, 4>(l);
       if (nvec <= 256 * 4) return launch_row_pairs<T, N, 256, 4>(l);
-      return launch_row_pairs<T, N, 512, 4>(l);
+      if constexpr (N == 4) return launch_block<T, N, PEEL, 512, 4>(l);  // fp32: a row per block (kDenseFp32)
+      else return launch_row_pairs<T, N, 512, 4>(l);
     }
   }
   if (nvec <= 128 * 4) return launch_block<T, N, PEEL, 128, 4>(l);
