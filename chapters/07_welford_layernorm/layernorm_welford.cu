@@ -89,12 +89,13 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved, rows of 1,024 / 4,096 / 16,384, 2026-11-23. NVIDIA H100 (code 57a2995,
-//                the same kernels at these lengths; copy ~2,850-2,970 GB/s;
-//                book/results/ladder.json): fp32 99.6 / 100.2 / 96.6%, fp16 97.9 / 99.7 / 96.8%,
-//                bf16 99.0 / 99.5 / 97.0%. NVIDIA H200 (code d7169b5; copy ~3,920-4,050 GB/s;
-//                chapter notebook): fp32 98.3 / 97.6 / 93.8%, fp16 97.1 / 97.0 / 94.0%, bf16
-//                97.5 / 96.9 / 93.8%.
+//                moved, 2026-11-23. NVIDIA H100 (code ec11d05; copy ~2,850-2,970 GB/s;
+//                book/results/layernorm-h100.json), rows of 1,024 / 4,096 / 8,192 / 16,384:
+//                fp32 99.5 / 100.3 / 99.4 / 97.1%, fp16 98.6 / 100.1 / 99.9 / 97.2%, bf16
+//                99.4 / 99.9 / 99.7 / 97.2%. NVIDIA H200 (code 8900108, the same kernels at
+//                these lengths; copy ~3,910-4,020 GB/s; chapter notebook), rows of 1,024 /
+//                4,096 / 16,384: fp32 98.1 / 97.7 / 93.8%, fp16 97.5 / 97.7 / 94.0%, bf16
+//                96.8 / 96.7 / 94.0%.
 //                65,536-column rows: fp16/bf16 in registers (1,024-thread blocks) H200 76-77%,
 //                H100 85-88% (code d7169b5, book/results/long-rows-h100.json); fp32
 //                (streaming, stashed) H200 61%, H100 67% (code 57a2995).
@@ -933,7 +934,8 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
 // each instead, 512 x 4 held to 40 registers so that three fit per SM
 // (kDenseFp32): 256 MiB, % of a copy in the same rounds, fp32 8,192 columns,
 // row pairs -> this (Liger, torch.compile): H100 97.7 -> 99.7 (99.0, 96.6);
-// H200 95.5 -> 96.4. The 16-bit row pairs of 512 x 4 spill at 40 registers,
+// H200 95.5 -> 96.4; in the H100 ladder at ec11d05, 99.4 against Liger's 99.6,
+// inside the rounds' spread (1.4-1.7%). The 16-bit row pairs of 512 x 4 spill at 40 registers,
 // and one 16-bit row per block lost (fp16 16,384: 256 x 8 at 64 registers
 // 90.9, 512 x 4 at 64 91.5, against 92.8; H200).
 template <typename T, int N, int THREADS, int VPT>
