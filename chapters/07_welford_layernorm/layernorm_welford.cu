@@ -723,7 +723,10 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
     }
     const int nk = FULL ? VPT : t < nb ? min(VPT, (nb - t + G - 1) / G) : 0;
 
-    const float shift = method == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
+    // "Shift" above. Taking x[0] from the group's first lane by a shuffle instead
+    // of this load gained nothing (H200, 128 and 1,024 columns, two runs: +0.6
+    // then -0.3 points).
+    const float shift = method == 2 ? 0.0f : to_float(xr[0]);
     T* yr = y + (live ? row : 0) * cols;
     P* yv = reinterpret_cast<P*>(yr + s.head);
     const bool vec = !PEEL || (wb_vec && s.head == 0);  // weight + c is aligned only when c % N == 0
@@ -1296,9 +1299,18 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     512 x 4 halves with early weight and bias were each 1-13 points slower;
 //     so were resident blocks (one per SM, weight and bias loaded once per
 //     launch, the next row's loads issued before the current row's reduction):
-//     fp16 75%, fp32 86% (H200). Nor does holding back half of the first wave
-//     (the blocks on each SM's second slot, or the odd ones) by 2,000-8,000
-//     clocks, so that loads and reductions interleave from the start: H200,
+//     fp16 75%, fp32 86% (H200). Neither did a ring of 3 to 6 rows a block in
+//     shared memory, each row brought in by one bulk copy (cp.async.bulk and an
+//     mbarrier; one block of 256 to 1,024 threads per SM looping over rows, so
+//     that the copy engine keeps the next rows in flight through each
+//     reduction): H200, same rounds, fp16 83-88%, bf16 86-89%, fp32 86-92%,
+//     against 93, 93 and 92%. Nor three 512 x 4 blocks per SM at 40 registers
+//     (bf16 91.9 against 92.2; fp16 spills there). Rows that fill whole waves
+//     (4,224 fp16 rows: 8 waves of 264 two-row blocks) took 92.0% against
+//     92.5% for 4,096 rows: the last wave is not it. Nor does holding back
+//     half of the first wave (the blocks on each SM's second slot, or the odd
+//     ones) by 2,000-8,000 clocks, so that loads and reductions interleave
+//     from the start: H200,
 //     % of a copy in the same rounds, this -> held back: fp16 93.2 -> 91.9-94.0,
 //     bf16 92.4 -> 91.2-93.0, fp32 92.5 -> 92.5-93.1, within the rounds' spread
 //     (3-4%); without weight and bias, the same rounds: 94.3-95.1.
