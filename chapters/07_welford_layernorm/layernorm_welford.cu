@@ -768,9 +768,9 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // blocks, or more smaller ones, per SM); 128 for the scalar path's 32-element
 // slices, which would spill in 64. Asking for this occupancy also keeps ptxas
 // from its own guess, which spilled a few bytes here and there. One exception,
-// kDenseFp32: aligned fp32 blocks of 512 x 4 are held to 40 registers, three
-// blocks per SM, for the many-row launches of 1,025 to 2,048 vectors (see
-// launch_rows); they fit without spilling, the 16-bit ones spill 100 bytes.
+// kDenseFp32: aligned fp32 blocks of 512 x 4 (rows of 1,025 to 2,048 vectors,
+// more than a few of them) are held to 40 registers, three blocks per SM; they
+// fit without spilling (measured for many rows: layernorm_row_pair_kernel).
 template <typename T, int N, bool PEEL, int THREADS, int VPT>
 constexpr bool kDenseFp32 = sizeof(T) == 4 && N == 4 && !PEEL && THREADS == 512 && VPT == 4;
 template <typename T, int N, bool PEEL, int THREADS, int VPT>
@@ -938,9 +938,10 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
 // (kDenseFp32): 256 MiB, % of a copy in the same rounds, fp32 8,192 columns,
 // row pairs -> this (Liger, torch.compile): H100 97.7 -> 99.7 (99.0, 96.6);
 // H200 95.5 -> 96.4; in the H100 ladder at ec11d05, 99.4 against Liger's 99.6,
-// inside the rounds' spread (1.4-1.7%). The 16-bit row pairs of 512 x 4 spill at 40 registers,
-// and one 16-bit row per block lost (fp16 16,384: 256 x 8 at 64 registers
-// 90.9, 512 x 4 at 64 91.5, against 92.8; H200).
+// inside the rounds' spread (1.4-1.7%). 16-bit rows keep the pairs: at 40
+// registers fp16 spills about 100 bytes and bf16 gained nothing (16,384
+// columns, 91.9 against 92.2), and one row per block at 64 registers lost
+// (fp16 16,384: 256 x 8 90.9, 512 x 4 91.5, against 92.8; H200).
 template <typename T, int N, int THREADS, int VPT>
 __global__ void __launch_bounds__(THREADS, 1024 / THREADS)
 layernorm_row_pair_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
@@ -1304,8 +1305,8 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     mbarrier; one block of 256 to 1,024 threads per SM looping over rows, so
 //     that the copy engine keeps the next rows in flight through each
 //     reduction): H200, same rounds, fp16 83-88%, bf16 86-89%, fp32 86-92%,
-//     against 93, 93 and 92%. Nor three 512 x 4 blocks per SM at 40 registers
-//     (bf16 91.9 against 92.2; fp16 spills there). Rows that fill whole waves
+//     against 93, 93 and 92%. Nor other 16-bit block shapes (see
+//     layernorm_row_pair_kernel). Rows that fill whole waves
 //     (4,224 fp16 rows: 8 waves of 264 two-row blocks) took 92.0% against
 //     92.5% for 4,096 rows: the last wave is not it. Nor does holding back
 //     half of the first wave (the blocks on each SM's second slot, or the odd
