@@ -60,16 +60,17 @@ def test_in_place(ops, form, dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_pack_launches_whole_and_ragged(ops, form, dtype):
     # Each launch of the pack variant (8-byte packs under 2^16 16-byte packs, one
-    # 16-byte pack a thread to 2^17, two above, and the launch past the L2: one or
-    # two packs a thread, as the GPU's memory needs) on lengths that fill its
-    # blocks exactly (the WHOLE kernel: no head, tail or bounds test), one element
-    # short, and one element into the buffer with a tail (head and tail peeled),
-    # out= into a NaN-filled view of the same offset, so the vector body runs too.
+    # 16-byte pack a thread to 2^17, two above, and the launch past the L2: one
+    # pack a thread in blocks of 512 or two in blocks of 128, as the GPU's memory
+    # needs) on lengths that fill its blocks exactly (the WHOLE kernel: no head,
+    # tail or bounds test), one element short, and one element into the buffer
+    # with a tail (head and tail peeled), out= into a NaN-filled view of the same
+    # offset, so the vector body runs too.
     op = op_for(form)
     size = torch.tensor([], dtype=dtype).element_size()
     per_pack = 16 // size
     l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
-    past_l2 = (l2 // size // 4096 + 8) * 4096  # 2n bytes moved: over twice the L2, whole 4 KiB blocks
+    past_l2 = (l2 // size // 4096 + 8) * 4096  # 2n bytes moved: over twice the L2, whole 8 KiB blocks
     for n in (32 * 4096, 2**16 * per_pack, 2**17 * per_pack, past_l2):
         for length, offset in ((n, 0), (n - 1, 0), (n + 3, 1)):
             x = (torch.randn(length + 1, device="cuda") * 4).to(dtype)[offset:offset + length]

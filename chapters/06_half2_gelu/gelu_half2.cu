@@ -82,6 +82,7 @@ constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 1 << 20;  // scalar kernel's grid cap; its grid-stride loop covers the rest
 constexpr int kPackBytes = 16;           // variant 2 and 3 access width
 constexpr int kBlockBytes = 4096;        // what a block of variant 2 or 3 reads per step
+constexpr int kWideBlockBytes = 8192;    // the same past the L2 at one pack a thread (see launch_vector)
 
 constexpr float kLog2eOver2 = 0.72134751f;      // log2(e) / 2
 constexpr float kInv2Sqrt2 = 0.35355339f;       // 1 / (2 sqrt 2)
@@ -466,7 +467,7 @@ cudaError_t launch_vector(const T* x, T* y, int64_t n, cudaStream_t stream) {
     // F.gelu to 0.2% ahead; blocks of 128: 0.9996-1.0024. Two packs in blocks of 256
     // on an H200 lost 3-4% against blocks of 128.
     if (packs_in_flight(2 * n * static_cast<int64_t>(sizeof(T))) == 1)
-      return launch_vector_kernel<Op, T, BYTES, 1, 2 * kBlockBytes / BYTES>(x, y, n, head, stream);
+      return launch_vector_kernel<Op, T, BYTES, 1, kWideBlockBytes / BYTES>(x, y, n, head, stream);
     return launch_vector_kernel<Op, T, BYTES, 2, kBlockBytes / (2 * BYTES)>(x, y, n, head, stream);
   }
 }
