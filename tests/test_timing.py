@@ -158,3 +158,62 @@ def test_flagged_results_show_as_flagged_in_tables_and_plots(tmp_path):
     labels = [t.get_text() for t in fig.axes[0].texts]
     plt.close(fig)
     assert any(t.startswith("flagged") for t in labels) and not any("2000 GB/s" in t for t in labels)
+
+
+def test_paired_comparison_by_round():
+    # Ours is 1% faster in every round while both drift by 20% together: paired,
+    # the interval is tight around 1.01; compared median to median it would be
+    # lost in each contender's own 20% spread.
+    drift = [1.0 + 0.2 * ((7 * i) % 10) / 10 for i in range(30)]
+    ours = [d / 1.01 for d in drift]
+    p = bench.paired(ours, drift)
+    assert abs(p.ratio - 1.01) < 1e-9 and abs(p.low - 1.01) < 1e-9 and p.rounds == 30 and p.verdict == "ahead"
+    assert bench.paired(drift, ours).verdict == "behind"
+    # Rounds that alternate which side wins: the interval straddles 1.
+    mixed = [1.0 + (0.01 if i % 2 else -0.01) for i in range(30)]
+    p = bench.paired([1.0] * 30, mixed)
+    assert p.low < 1 < p.high and p.verdict == "tie"
+    with pytest.raises(ValueError):
+        bench.paired([1.0, 2.0], [1.0])
+
+
+def test_median_interval_covers_the_median():
+    # The ranks follow Binomial(n, 1/2): for 30 rounds the 10th and 21st smallest
+    # (95.7%); with fewer than 6 rounds, the extremes.
+    assert bench.median_interval(30) == (9, 20)
+    assert bench.median_interval(5) == (0, 4)
+    import random
+
+    rng = random.Random(0)
+    trials, hits = 2000, 0
+    for _ in range(trials):
+        xs = sorted(rng.gauss(0, 1) for _ in range(30))
+        lo, hi = bench.median_interval(30)
+        hits += xs[lo] < 0 < xs[hi]
+    assert 0.94 <= hits / trials <= 0.98
+
+
+def test_versus_pairs_stored_rounds_and_records_check_them():
+    ms = 2**28 / 2000.0 / 1e6
+    ours = result(2000.0, 0.05) | {"name": "08 stage", "rounds_ms": [ms * (1 + 0.01 * (i % 5)) for i in range(30)]}
+    record = record_with(result(2000.0 * 0.99, 0.05))
+    theirs = record["cases"][0]["results"][0]
+    theirs["rounds_ms"] = [t * 1.01 for t in ours["rounds_ms"]]
+    theirs["ms"] = sorted(theirs["rounds_ms"])[14] / 2 + sorted(theirs["rounds_ms"])[15] / 2
+    theirs["gbps"] = 2**28 / theirs["ms"] / 1e6
+    theirs["pct_sol"] = 100 * theirs["gbps"] / 2684.0
+    ours["ms"] = sorted(ours["rounds_ms"])[14] / 2 + sorted(ours["rounds_ms"])[15] / 2
+    ours["gbps"] = 2**28 / ours["ms"] / 1e6
+    ours["pct_sol"] = 100 * ours["gbps"] / 2684.0
+    record["cases"][0]["results"].insert(0, ours)
+    case = results.validate(record)["cases"][0]
+    p = results.versus(case, "08", "torch.compile")
+    assert p.rounds == 30 and abs(p.ratio - 1.01) < 1e-6 and p.verdict == "ahead"
+    ours["ms"] *= 0.9  # a median that its rounds do not give
+    with pytest.raises(ValueError, match="median of its rounds"):
+        results.validate(record)
+    # Records without rounds compare medians, with no interval.
+    del theirs["rounds_ms"]
+    ours["ms"] /= 0.9
+    p = results.versus(results.validate(record)["cases"][0], "08", "torch.compile")
+    assert p.rounds == 0 and p.low == p.ratio == p.high

@@ -167,6 +167,49 @@ def summarize(name: str, samples: list[float], nbytes: int) -> Timing:
     return Timing(name, med, (p90 - p10) / med, nbytes)
 
 
+@dataclass
+class Paired:
+    """One contender against another over the same rounds: the median, over
+    rounds, of theirs / ours in that round (above 1: ours is faster), and a
+    distribution-free interval of that median (CONFIDENCE, from the order
+    statistics). Pairing by round cancels what moves both in a round (clock,
+    temperature, the neighbours' traffic), so the interval is several times
+    narrower than comparing two medians, each with its own spread. `rounds` is
+    0 where a record kept medians only: the interval is then the point."""
+    ratio: float
+    low: float
+    high: float
+    rounds: int
+
+    @property
+    def verdict(self) -> str:
+        """'ahead' or 'behind' only where the whole interval says so; else 'tie'."""
+        return "ahead" if self.low > 1 else "behind" if self.high < 1 else "tie"
+
+
+CONFIDENCE = 0.95
+
+
+def median_interval(n: int, confidence: float = CONFIDENCE) -> tuple[int, int]:
+    """0-based ranks (lo, hi) of the sorted samples that bound their median with at
+    least `confidence`: the count of samples below the true median is
+    Binomial(n, 1/2). Below 6 samples no ranks reach 95%: the extremes then."""
+    tail, below, k = (1 - confidence) / 2, 0.0, 0
+    while below + math.comb(n, k) / 2**n <= tail:
+        below += math.comb(n, k) / 2**n
+        k += 1
+    return (k - 1, n - k) if k else (0, n - 1)
+
+
+def paired(ours: list[float], theirs: list[float]) -> Paired:
+    """`ours` and `theirs` are the times of the same rounds, in round order."""
+    if len(ours) != len(theirs) or not ours:
+        raise ValueError(f"paired rounds needed, got {len(ours)} and {len(theirs)}")
+    ratios = sorted(t / o for o, t in zip(ours, theirs))
+    lo, hi = median_interval(len(ratios))
+    return Paired(statistics.median(ratios), ratios[lo], ratios[hi], len(ratios))
+
+
 def input_sets(nbytes: int) -> int:
     """How many input sets a small case rotates through so that together they
     exceed 3x the L2 (a call never finds the previous call's data cached)."""

@@ -14,6 +14,9 @@ come from the same rounds (the GPU's speed can differ between attempts: on an H2
 the copy of 1 x 4,096 floats took 1.53 us in one attempt and 1.14 us in the next).
 If it stays so it is recorded as flagged, with the reason, and tables and plots
 show it as flagged, never as a plain number.
+
+Every result keeps its time in each round ("rounds_ms", in round order), so that
+two contenders of a case can be compared round by round (results.versus).
 """
 
 from __future__ import annotations
@@ -127,7 +130,8 @@ def run_case(op: Op | str, dtype, shape, calls: dict[str, Callable], with_torch:
                     earlier = []
                 entries[c.name] = {"name": c.name, "ms": t.ms, "gbps": t.gbps, "pct_sol": 100 * t.gbps / copy.gbps,
                                    "spread": t.spread, "copy_gbps": copy.gbps, "copy_spread": copy.spread,
-                                   "flagged": bool(why), "flag": why, "remeasured_after": earlier}
+                                   "flagged": bool(why), "flag": why, "remeasured_after": earlier,
+                                   "rounds_ms": [float(f"{ms:.6g}") for ms in samples[c.name]]}
             if not any(entries[c.name]["flagged"] for c in todo):
                 break
     case["results"] = [entries[name] for name in fns]

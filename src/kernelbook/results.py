@@ -6,13 +6,14 @@ A record looks like
    "cases": [{"op", "dtype", "shape", "rows", "cols", "bytes", "mode", "attempts",
               "copy": {"ms", "gbps", "spread", "of"}, "torch_copy": {"ms", "gbps", "spread"},
               "results": [{"name", "ms", "gbps", "pct_sol", "spread", "copy_gbps",
-                           "copy_spread", "flagged", "flag", "remeasured_after"}]}]}
+                           "copy_spread", "flagged", "flag", "remeasured_after", "rounds_ms"}]}]}
 "pct_sol" is a result's bandwidth over "copy_gbps", the copy measured in the same
 rounds as that result; the copy's "of" says what it copied: "op input" (the op's
 own input into a fresh output) or "own buffers" (see kernelbook.bench). When any
 result of a case is re-measured, all of them are, so every result of a case comes
 from the same rounds; "remeasured_after" lists why each earlier attempt did not
-stand.
+stand. "rounds_ms" is the result's time in each round of the attempt that stood,
+in round order (records before it keep medians only).
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ import datetime as _dt
 import json
 import os
 import platform
+import statistics
 import subprocess
 from pathlib import Path
 
 import torch
 
-from .bench import judge
+from .bench import Paired, judge, paired
 
 SCHEMA = 2
 
@@ -113,6 +115,10 @@ def validate(record: dict) -> dict:
                 why = judge(r["gbps"], r["spread"], r.get("copy_gbps", case["copy"]["gbps"]),
                             r.get("copy_spread", case["copy"].get("spread", 0.0)))
                 need(not why, f"{r['name']}: unflagged, but {why}")
+            if "rounds_ms" in r:
+                rounds = sorted(r["rounds_ms"])
+                need(rounds and abs(statistics.median(rounds) - r["ms"]) <= 1e-4 * r["ms"],
+                     f"{r['name']}: ms is not the median of its rounds")
             expect = 100.0 * r["gbps"] / r.get("copy_gbps", case["copy"]["gbps"])
             need(abs(r.get("pct_sol", -1) - expect) <= 0.001 * expect + 0.01,
                  f"{r['name']}: pct_sol {r.get('pct_sol')} disagrees with its bandwidth over the copy's ({expect:.1f})")
@@ -147,6 +153,18 @@ def find_result(case: dict, name_start: str) -> dict:
         if r["name"].startswith(name_start):
             return r
     raise KeyError(f"no result starting with {name_start!r} in {[r['name'] for r in case['results']]}")
+
+
+def versus(case: dict, ours: str, theirs: str) -> Paired:
+    """`ours` against `theirs` in one case (names matched by their start): the
+    paired ratio theirs / ours over the case's rounds, with its interval (above
+    1: ours is faster). A record that kept medians only gives their ratio, with
+    no interval (rounds 0)."""
+    a, b = find_result(case, ours), find_result(case, theirs)
+    if "rounds_ms" in a and "rounds_ms" in b:
+        return paired(a["rounds_ms"], b["rounds_ms"])
+    ratio = b["ms"] / a["ms"]
+    return Paired(ratio, ratio, ratio, 0)
 
 
 def device_line(record: dict) -> str:
