@@ -16,7 +16,7 @@
 //   0  scalar     one element per thread: 2-byte accesses for fp16/bf16
 //   1  pairs      two elements per access: __half2 / __nv_bfloat162 (4 bytes), float2 (8)
 //   2  packs      16-byte packs (8 halves or 4 floats), one or two packs in flight per
-//                 thread, as the GPU's memory needs (see packs_in_flight); inputs under
+//                 thread, as the GPU's memory and the dtype need (see pack_shape); inputs under
 //                 2^16 packs (1 MiB) take one 8-byte pack a thread, from there to 2^17
 //                 one 16-byte pack (see kSmallVectors)
 //   3  half math  fp16, tanh form only: the trap. Packs like variant 2, but the math is
@@ -376,7 +376,7 @@ cudaError_t launch_scalar(const T* x, T* y, int64_t n, cudaStream_t stream) {
 // forms): H100, one pack 99.6-100.3 against 98.6-99.5 with two; H200, two packs
 // 97.0-98.6 against 88.9-95.5 with one (but fp32 tanh: 98.4 against 99.1); that
 // was the grid-stride form of the kernel, which read a thread's two packs a grid
-// apart, and the one-step form keeps its choice. The 1 us is the figure that
+// apart; the one-step form keeps it for 16-bit data (fp32: see launch_vector). The 1 us is the figure that
 // separates those two GPUs, not a measured latency.
 // Inputs that stay in L2 take two (H100, 16 MiB moved in a CUDA graph: 98.6%
 // against 96.5%). The peak bandwidth comes from the memory clock and bus width.
@@ -402,9 +402,18 @@ MemoryFit query_memory_fit() {
   return {bytes_per_sm_per_us > static_cast<double>(threads) * kPackBytes ? 2 : 1, l2};
 }
 
-int packs_in_flight(int64_t bytes_moved) {
+// The shape of a pack launch: packs a thread and block size (see launch_vector).
+enum class PackShape {
+  kTwo,      // two packs a thread, blocks of 128: inputs in the L2; 16-bit past it on an H200
+  kOneWide,  // one pack, blocks of 512: past the L2 on a one-pack GPU (an H100)
+  kOne,      // one pack, blocks of 256: fp32 past the L2 on a two-pack GPU (an H200)
+};
+
+PackShape pack_shape(int64_t bytes_moved, int element_bytes) {
   static const MemoryFit fit = query_memory_fit();  // once per process, which uses one kind of GPU
-  return bytes_moved <= fit.l2 ? 2 : fit.packs;
+  if (bytes_moved <= fit.l2) return PackShape::kTwo;
+  if (fit.packs == 1) return PackShape::kOneWide;
+  return element_bytes == 4 ? PackShape::kOne : PackShape::kTwo;
 }
 
 // A small input (fewer than kSmallVectors 16-byte packs, 2 MiB) is latency,
@@ -460,15 +469,23 @@ cudaError_t launch_vector(const T* x, T* y, int64_t n, cudaStream_t stream) {
     }
     if (nvec < kSmallVectors)
       return launch_vector_kernel<Op, T, BYTES, 1, kBlockBytes / BYTES>(x, y, n, head, stream);
-    // Larger than the L2 on a GPU that takes one pack a thread (an H100): blocks
-    // of 512. H100, 1 GiB moved, 60 rounds, each round's time over the 256-thread
-    // block's in the same round: median 0.996-0.998 (fp16/bf16/fp32 tanh, bf16
-    // erf; 95% intervals below 1), which moved bf16 tanh from 0.2% behind torch's
-    // F.gelu to 0.2% ahead; blocks of 128: 0.9996-1.0024. Two packs in blocks of 256
-    // on an H200 lost 3-4% against blocks of 128.
-    if (packs_in_flight(2 * n * static_cast<int64_t>(sizeof(T))) == 1)
-      return launch_vector_kernel<Op, T, BYTES, 1, kWideBlockBytes / BYTES>(x, y, n, head, stream);
-    return launch_vector_kernel<Op, T, BYTES, 2, kBlockBytes / (2 * BYTES)>(x, y, n, head, stream);
+    // Past the L2, each round's time over the time of the shape replaced, in the
+    // same round (median over the rounds; 95% intervals below 1):
+    // * one pack a thread (an H100), blocks of 512 instead of 256: 0.996-0.998 at 1
+    //   GiB (fp16/bf16/fp32 tanh, bf16 erf; 60 rounds), which moved bf16 tanh from
+    //   0.2% behind torch's F.gelu to 0.2% ahead; blocks of 128: 0.9996-1.0024.
+    // * fp32 on an H200, one pack in blocks of 256 instead of two in blocks of 128:
+    //   0.996 at 1 GiB in both forms (40 rounds), where torch.compile's erf form had
+    //   been 0.3% ahead; 256 MiB 0.999 (a tie). In fp16 the same shape lost 5%, and
+    //   blocks of 512 lost 1-2% in fp32, as did two packs in blocks of 256 (3-4%).
+    switch (pack_shape(2 * n * static_cast<int64_t>(sizeof(T)), sizeof(T))) {
+      case PackShape::kOneWide:
+        return launch_vector_kernel<Op, T, BYTES, 1, kWideBlockBytes / BYTES>(x, y, n, head, stream);
+      case PackShape::kOne:
+        return launch_vector_kernel<Op, T, BYTES, 1, kBlockBytes / BYTES>(x, y, n, head, stream);
+      default:
+        return launch_vector_kernel<Op, T, BYTES, 2, kBlockBytes / (2 * BYTES)>(x, y, n, head, stream);
+    }
   }
 }
 
