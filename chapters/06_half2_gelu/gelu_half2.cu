@@ -61,13 +61,12 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c gelu_half2.cu
 // Measured:      pack kernel, % of the copy of x in the same rounds (kernelbook.bench), rows
-//                of 4,096 at 256 MiB / 1 GiB moved, 2026-11-23. NVIDIA H200 (code 8900108,
-//                two packs a thread; copy ~3,970-3,980 / 4,230 GB/s; chapter notebook): erf
-//                form fp16 98.5 / 99.0%, bf16 98.3 / 99.0%, fp32 99.0 / 99.2%; tanh form fp16
-//                99.5 / 99.2%, bf16 99.4 / 99.2%, fp32 99.1 / 99.2%. NVIDIA H100 (code
-//                87851a3, one pack a thread in blocks of 512; copy ~2,840-2,860 / 2,990
-//                GB/s; book/results/gelu-h100.json): 100.0-100.8% in every dtype and both
-//                forms.
+//                of 4,096 at 256 MiB / 1 GiB moved, 2026-11-23, code 8bafc231295b. NVIDIA H200
+//                (two packs a thread, fp32 one; copy ~3,910-3,950 / 4,165-4,195 GB/s; chapter
+//                notebook): erf form fp16 98.0 / 99.4%, bf16 98.6 / 99.2%, fp32 98.9 / 99.9%;
+//                tanh form fp16 100.0 / 99.6%, bf16 99.2 / 99.3%, fp32 100.4 / 100.4%. NVIDIA
+//                H100 (one pack a thread in blocks of 512; copy ~2,850-2,860 / 2,990 GB/s;
+//                book/results/gelu-h100.json): 99.9-100.9% in every dtype and both forms.
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
