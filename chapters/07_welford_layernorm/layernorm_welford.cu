@@ -92,10 +92,9 @@
 //                moved, 2026-11-23. NVIDIA H100 (code ec11d05; copy ~2,850-2,970 GB/s;
 //                book/results/layernorm-h100.json), rows of 1,024 / 4,096 / 8,192 / 16,384:
 //                fp32 99.5 / 100.3 / 99.4 / 97.1%, fp16 98.6 / 100.1 / 99.9 / 97.2%, bf16
-//                99.4 / 99.9 / 99.7 / 97.2%. NVIDIA H200 (code 8900108, the same kernels at
-//                these lengths; copy ~3,910-4,020 GB/s; chapter notebook), rows of 1,024 /
-//                4,096 / 16,384: fp32 98.1 / 97.7 / 93.8%, fp16 97.5 / 97.7 / 94.0%, bf16
-//                96.8 / 96.7 / 94.0%.
+//                99.4 / 99.9 / 99.7 / 97.2%. NVIDIA H200 (code 2ca724ca1f3e; copy ~3,900-4,060
+//                GB/s; chapter notebook), rows of 1,024 / 4,096 / 16,384: fp32 98.2 / 98.0 /
+//                94.0%, fp16 98.4 / 97.6 / 95.3%, bf16 97.4 / 95.7 / 94.7%.
 //                65,536-column rows: fp16/bf16 in registers (1,024-thread blocks) H200 76-77%,
 //                H100 85-88% (code d7169b5, book/results/long-rows-h100.json); fp32
 //                (streaming, stashed) H200 61%, H100 67% (code 57a2995).
