@@ -101,3 +101,17 @@ def test_rows_of_4097_to_8192_packs(ops, dtype):
     out = torch.full((rows, cols), float("nan"), device="cuda", dtype=dtype)
     OP.call_stage(ops, inputs, out)
     OP.check(out, OP.reference(inputs), dtype, f"{rows}x{cols}, x one element in")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_aligned_launches_past_the_l2(ops, dtype):
+    # Aligned inputs that move more than the L2: on a GPU that loads x with an L2
+    # evict_last policy there (an H200, see keep_x_in_l2), every register path in
+    # that build: groups of 1-32 lanes (fp32 two rows at once), blocks of 2, 4 and
+    # 8 packs a thread, the 40-, 56- and 1,024-thread shapes; and rows that stream.
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    vec = 16 // dtype.itemsize
+    for packs in (1, 2, 8, 16, 32, 128, 512, 1024, 1025, 1500, 2048, 4096, 8192, 8193):
+        cols = packs * vec
+        rows = 3 * l2 // (4 * cols * dtype.itemsize) + 1  # 1.5x the L2 moved, read + write
+        check_into_nan_out(ops, rows, cols, dtype)

@@ -98,6 +98,7 @@ namespace {
 constexpr int kPackBytes = 16;
 constexpr int kMaxBlockThreads = 512;    // one-row-per-block paths: block size limit
 constexpr int kThreeBlockThreads = 384;  // fp32 blocks of 257-384 threads: three per SM
+constexpr double kKeepXBytesPerSmPerUs = 32768;  // see keep_x_in_l2
 constexpr int kWideBlockThreads = 1024;  // rows of 4,097 to 8,192 packs: one block per SM (Fit::kWide)
 constexpr int kMaxGroupPacks = 4;        // several-rows path: at most 4 packs per lane
 constexpr int kMaxPacksPerThread = 8;    // one-row-per-block register path: at most 8
@@ -228,6 +229,16 @@ __device__ __forceinline__ uint4 load_global(const void* p) {
   return v;
 }
 
+// x's 16-byte load with an L2 evict_last policy (see keep_x_in_l2).
+__device__ __forceinline__ uint4 load_keep_in_l2(const void* p) {
+  uint64_t policy;
+  uint4 v;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(policy));
+  return v;
+}
+
 template <bool kPlain = false, class T>
 __device__ __forceinline__ uint4 load_pack(const T* p, int align) {
   if (align >= 16) return kPlain ? load_global(p) : __ldg(reinterpret_cast<const uint4*>(p));
@@ -330,7 +341,8 @@ __device__ __forceinline__ float block_sum(float v, float (*slots)[32], int pari
 // kEarlyWeight: the weight packs are loaded together with x, before the
 // reduction (one wait for memory, not two: what a launch of a few rows needs),
 // at the cost of holding them in registers across it.
-template <class T, int VPT, bool kAligned, bool kEarlyWeight, class RowSum>
+// kKeepX: x's packs are loaded with an L2 evict_last policy (see keep_x_in_l2).
+template <class T, int VPT, bool kAligned, bool kEarlyWeight, bool kKeepX, class RowSum>
 __device__ __forceinline__ void normalize_row(const T* __restrict__ xr, const T* __restrict__ weight,
                                               T* __restrict__ yr, int cols, float inv_cols, float eps,
                                               int tid, int nthreads, bool active, RowSum row_sum) {
@@ -367,7 +379,7 @@ __device__ __forceinline__ void normalize_row(const T* __restrict__ xr, const T*
   for (int k = 0; k < VPT; ++k) {
     const int i = tid + k * nthreads;
     if constexpr (kZeroSlots) xv[k] = make_uint4(0u, 0u, 0u, 0u);
-    if (i < body) xv[k] = load_pack<kEarlyWeight>(xb + i * N, kPackBytes);
+    if (i < body) xv[k] = kKeepX ? load_keep_in_l2(xb + i * N) : load_pack<kEarlyWeight>(xb + i * N, kPackBytes);
   }
   if constexpr (kEarlyWeight) {
 #pragma unroll
@@ -414,7 +426,7 @@ __device__ __forceinline__ void normalize_row(const T* __restrict__ xr, const T*
 // last row read zeros and store nothing), with the thread's weight packs wv
 // already loaded: every load of the R rows goes out before the first reduction,
 // and the R reductions are independent shuffle chains.
-template <class T, int VPT, int R, class RowSum>
+template <class T, int VPT, int R, bool kKeepX, class RowSum>
 __device__ __forceinline__ void normalize_rows(const T* __restrict__ x, const uint4 (&wv)[VPT], T* __restrict__ y,
                                                int64_t rows, int64_t row, int step, int cols, float inv_cols,
                                                float eps, int tid, int nthreads, RowSum row_sum) {
@@ -429,7 +441,7 @@ __device__ __forceinline__ void normalize_rows(const T* __restrict__ x, const ui
     for (int k = 0; k < VPT; ++k) {
       const int i = tid + k * nthreads;
       xv[j][k] = make_uint4(0u, 0u, 0u, 0u);
-      if (r < rows && i < body) xv[j][k] = load_pack<true>(xr + i * N, kPackBytes);
+      if (r < rows && i < body) xv[j][k] = kKeepX ? load_keep_in_l2(xr + i * N) : load_pack<true>(xr + i * N, kPackBytes);
     }
   }
   float inv_rms[R];
@@ -483,7 +495,7 @@ constexpr int kRowsBlockThreads = kRowsAtOnce<T, kAligned> > 1 ? 32 : 64;
 template <class T, int VPT, bool kAligned>
 constexpr int kRowsThreadsPerSm = kRowsAtOnce<T, kAligned> > 1 || VPT <= 3 ? 1024 : 768;
 
-template <class T, int G, int VPT, bool kAligned>
+template <class T, int G, int VPT, bool kAligned, bool kKeepX>
 __global__ void __launch_bounds__(kRowsBlockThreads<T, kAligned>,
                                   kRowsThreadsPerSm<T, VPT, kAligned> / kRowsBlockThreads<T, kAligned>)
 rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
@@ -506,12 +518,12 @@ rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * kGroups * R + group;
        row - group % kGroupsPerWarp < rows; row += stride) {
     if constexpr (R > 1) {
-      normalize_rows<T, VPT, R>(x, wv, y, rows, row, kGroups, cols, inv_cols, eps, lane, G, row_sum);
+      normalize_rows<T, VPT, R, kKeepX>(x, wv, y, rows, row, kGroups, cols, inv_cols, eps, lane, G, row_sum);
     } else {
       const bool active = row < rows;
       const int64_t r = active ? row : rows - 1;  // keep the pointers inside the tensor
-      normalize_row<T, VPT, kAligned, true>(x + r * cols, weight, y + r * cols, cols, inv_cols, eps, lane, G,
-                                            active, row_sum);
+      normalize_row<T, VPT, kAligned, true, kKeepX>(x + r * cols, weight, y + r * cols, cols, inv_cols, eps, lane,
+                                                    G, active, row_sum);
     }
   }
 }
@@ -546,9 +558,9 @@ rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __
 //           arithmetic a pack, held within 1.5%, as did the copy. One block per
 //           SM stops that SM's loads while it reduces and stores; how the SMs'
 //           phases fall together changes from launch to launch.
-// Measured and not kept (256 MiB, % of a copy in the same rounds, shipped -> tried):
-//   * Cache hints on x. torch.compile's RMSNorm for these rows (torch 2.11) is a
-//     loop of 512 threads at 24-32 registers that reads x twice, the first time
+// Cache hints on x, kept on one GPU (keep_x_in_l2). torch.compile's RMSNorm for
+//     these rows (torch 2.11) is a loop of 512 threads at 24-32 registers that
+//     reads x twice, the first time
 //     with L1::evict_last and an L2 evict_last policy, the second evict_first;
 //     on an H200 it runs 1-2% ahead of this kernel (ncu, one launch: fp32 8,192
 //     x 4,096 61.3 against 62.3 us). Most of that is the hint: x loaded with
@@ -561,10 +573,12 @@ rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __
 //     the same way: the copy's loads with the L2 hint, 256 MiB of floats, H200
 //     101.3 -> 102.7% of the reference copy, H100 100.1 -> 97.9. So the gain
 //     comes from how each GPU's L2 (full of dirty lines when a timing starts)
-//     treats the reads, not from the kernel's design; a hint that wins on one
-//     Hopper and loses on the other is not shipped. evict_first or
-//     L1::no_allocate on x: 1-3 points slower (H200); in a CUDA graph (32 x 4,096
-//     floats) every hint cost 1-2.5.
+//     treats the reads, not from the kernel's design: aligned launches past the
+//     L2 load x with the L2 policy on a GPU like the H200 and without it on one
+//     like the H100 (keep_x_in_l2). evict_first or L1::no_allocate on x: 1-3
+//     points slower (H200); in a CUDA graph (32 x 4,096 floats) every hint cost
+//     1-2.5.
+// Measured and not kept (256 MiB, % of a copy in the same rounds, shipped -> tried):
 //   * The same two-sweep loop in this file (2 packs a thread, 32 registers, x
 //     re-read from L1): with the hints 95.5-100.7 (H200), without 92-98; one pack
 //     a thread 71-94 (one load in flight).
@@ -580,7 +594,7 @@ template <Fit F>
 constexpr int kBlockThreads =
     F == Fit::kThree ? kThreeBlockThreads : F == Fit::kWide ? kWideBlockThreads : kMaxBlockThreads;
 
-template <class T, int VPT, bool kAligned, Fit F = Fit::kTwo>
+template <class T, int VPT, bool kAligned, Fit F, bool kKeepX>
 __global__ void __launch_bounds__(kBlockThreads<F>, kBlocksPerSm<T, F>)
 rmsnorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
                      int64_t rows, int cols, float inv_cols, float eps) {
@@ -596,10 +610,10 @@ rmsnorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* _
   T* yr = y + static_cast<int64_t>(blockIdx.x) * cols;
   const T* const x_end = x + rows * cols;
   do {
-    normalize_row<T, VPT, kAligned, kEarly>(xr, weight, yr, cols, inv_cols, eps, threadIdx.x, blockDim.x, true,
-                                            [&](float v) {
-                                              return block_sum<F == Fit::kWide ? 32 : 16>(v, slots, parity);
-                                            });
+    normalize_row<T, VPT, kAligned, kEarly, kKeepX>(xr, weight, yr, cols, inv_cols, eps, threadIdx.x, blockDim.x,
+                                                    true, [&](float v) {
+                                                      return block_sum<F == Fit::kWide ? 32 : 16>(v, slots, parity);
+                                                    });
     xr += static_cast<int64_t>(gridDim.x) * cols;
     yr += static_cast<int64_t>(gridDim.x) * cols;
     parity ^= 1;
@@ -680,7 +694,7 @@ unsigned grid_for(int64_t work_items) {
   return static_cast<unsigned>(work_items < kMaxBlocks ? work_items : kMaxBlocks);
 }
 
-template <class T, int G, bool kAligned>
+template <class T, int G, bool kAligned, bool kKeepX>
 void launch_rows(int vpt, const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols, float eps,
                  cudaStream_t s) {
   constexpr int kThreads = kRowsBlockThreads<T, kAligned>;
@@ -690,25 +704,25 @@ void launch_rows(int vpt, const T* x, const T* w, T* y, int64_t rows, int cols, 
     // fp32 groups of 8 or 16 lanes hold at most 2 packs a lane (launch_in_registers);
     // their 3- and 4-pack kernels are not built (two rows of those spill).
     if (vpt > 2) {
-      launch_rows<T, 32, kAligned>((cols / kPerPack<T> + 31) / 32, x, w, y, rows, cols, inv_cols, eps, s);
+      launch_rows<T, 32, kAligned, kKeepX>((cols / kPerPack<T> + 31) / 32, x, w, y, rows, cols, inv_cols, eps, s);
       return;
     }
   }
   // Groups of 1 or 2 lanes hold rows of that many packs: one pack a lane, vpt 1.
   constexpr bool kMorePacks = G > 2;
   switch (vpt) {
-    case 1: rmsnorm_rows_kernel<T, G, 1, kAligned><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    case 1: rmsnorm_rows_kernel<T, G, 1, kAligned, kKeepX><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
     case 2:
       if constexpr (kMorePacks)
-        rmsnorm_rows_kernel<T, G, 2, kAligned><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+        rmsnorm_rows_kernel<T, G, 2, kAligned, kKeepX><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
       break;
     case 3:
       if constexpr (kMorePacks && (sizeof(T) != 4 || G == 32))
-        rmsnorm_rows_kernel<T, G, 3, kAligned><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+        rmsnorm_rows_kernel<T, G, 3, kAligned, kKeepX><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
       break;
     default:
       if constexpr (kMorePacks && (sizeof(T) != 4 || G == 32))
-        rmsnorm_rows_kernel<T, G, 4, kAligned><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+        rmsnorm_rows_kernel<T, G, 4, kAligned, kKeepX><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
       break;
   }
 }
@@ -721,12 +735,12 @@ void launch_rows(int vpt, const T* x, const T* w, T* y, int64_t rows, int cols, 
 // the same time and reducing at the same time. Peeled 16-bit rows keep 4 packs a
 // thread at 64 registers: 2 or 8 packs lost 3-19 points at 4,100 and 5,125
 // columns, and the kDense build (40 registers) on them gained nothing (H200).
-template <class T, bool kAligned>
+template <class T, bool kAligned, bool kKeepX>
 void launch_block(int vpt, int threads, const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols,
                   float eps, cudaStream_t s) {
   const unsigned grid = grid_for(rows);
   if (threads > kMaxBlockThreads) {  // rows of 4,097 to 8,192 packs (see Fit::kWide)
-    rmsnorm_block_kernel<T, kMaxPacksPerThread, kAligned, Fit::kWide><<<grid, threads, 0, s>>>(x, w, y, rows, cols,
+    rmsnorm_block_kernel<T, kMaxPacksPerThread, kAligned, Fit::kWide, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols,
                                                                                              inv_cols, eps);
     return;
   }
@@ -736,25 +750,25 @@ void launch_block(int vpt, int threads, const T* x, const T* w, T* y, int64_t ro
   // fit and none spill (101%); the 16-bit kernels would spill at 56.
   if constexpr (sizeof(T) == 4) {
     if (vpt == 4 && threads > 256 && threads <= kThreeBlockThreads) {
-      rmsnorm_block_kernel<T, 4, kAligned, Fit::kThree><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+      rmsnorm_block_kernel<T, 4, kAligned, Fit::kThree, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
       return;
     }
   }
   if constexpr (kAligned) {
     if (vpt == 4 && rows > kFewRows) {
-      rmsnorm_block_kernel<T, 4, true, Fit::kDense><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+      rmsnorm_block_kernel<T, 4, true, Fit::kDense, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
       return;
     }
   }
   switch (vpt) {
-    case 2: rmsnorm_block_kernel<T, 2, kAligned><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
-    case 4: rmsnorm_block_kernel<T, 4, kAligned><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
-    default: rmsnorm_block_kernel<T, 8, kAligned><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    case 2: rmsnorm_block_kernel<T, 2, kAligned, Fit::kTwo, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    case 4: rmsnorm_block_kernel<T, 4, kAligned, Fit::kTwo, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    default: rmsnorm_block_kernel<T, 8, kAligned, Fit::kTwo, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
   }
 }
 
 // Both register paths; the row holds at most kWideBlockThreads * kMaxPacksPerThread packs.
-template <class T, bool kAligned>
+template <class T, bool kAligned, bool kKeepX>
 void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols, float eps,
                          cudaStream_t s) {
   const int packs = cols / kPerPack<T>;  // whole packs in a row, an upper bound on its body
@@ -792,13 +806,13 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
                   : packs <= 8 * lane_packs ? 8 : packs <= 16 * lane_packs ? 16 : 32;
     const int vpt = packs == 0 ? 1 : (packs + g - 1) / g;
     if constexpr (kAligned) {
-      if (g == 1) return launch_rows<T, 1, true>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
-      if (g == 2) return launch_rows<T, 2, true>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
-      if (g == 4) return launch_rows<T, 4, true>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
+      if (g == 1) return launch_rows<T, 1, true, kKeepX>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
+      if (g == 2) return launch_rows<T, 2, true, kKeepX>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
+      if (g == 4) return launch_rows<T, 4, true, kKeepX>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
     }
-    if (g == 8) launch_rows<T, 8, kAligned>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
-    else if (g == 16) launch_rows<T, 16, kAligned>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
-    else launch_rows<T, 32, kAligned>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
+    if (g == 8) launch_rows<T, 8, kAligned, kKeepX>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
+    else if (g == 16) launch_rows<T, 16, kAligned, kKeepX>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
+    else launch_rows<T, 32, kAligned, kKeepX>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
     return;
   }
   // One block per row, at most 512 threads: the fewest packs per thread that fit,
@@ -809,10 +823,37 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
   int vpt = rows <= kFewRows ? 2 : 4;
   auto threads_for = [packs](int v) { return ((packs + v - 1) / v + 31) / 32 * 32; };
   while (vpt < kMaxPacksPerThread && threads_for(vpt) > kMaxBlockThreads) vpt *= 2;
-  launch_block<T, kAligned>(vpt, threads_for(vpt), x, w, y, rows, cols, inv_cols, eps, s);
+  launch_block<T, kAligned, kKeepX>(vpt, threads_for(vpt), x, w, y, rows, cols, inv_cols, eps, s);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kPackBytes == 0; }
+
+// Whether an aligned launch loads x with an L2 evict_last policy: where the bytes
+// moved exceed the L2 (a CUDA graph of a few rows lost 1-2.5 points with any hint)
+// on a GPU whose memory streams more than kKeepXBytesPerSmPerUs per SM, which
+// separates an H200 (4.8 TB/s over 132 SMs: 36.5 KB per SM per us) from an H100
+// (3.35 TB/s: 25.4 KB). The policy made this kernel 1-1.7% faster on an H200 and
+// 1.4-2.5% slower on an H100, and moved a plain copy the same way (see "Cache hints
+// on x" above enum class Fit): it is a property of each GPU's L2, measured, not
+// derived. The peak bandwidth comes from the memory clock and bus width.
+bool keep_x_in_l2(int64_t bytes_moved) {
+  static const int64_t l2_if_fast = [] {  // the L2's size on such a GPU, else no limit
+    int device = 0, clock_khz = 0, bus_bits = 0, sms = 0, l2 = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
+    if (err != cudaSuccess || sms <= 0) {
+      cudaGetLastError();  // unknown GPU: no hint
+      return INT64_MAX;
+    }
+    // double data rate: two transfers per memory clock, bus_bits / 8 bytes each
+    const double bytes_per_sm_per_us = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / sms * 1e-6;
+    return bytes_per_sm_per_us > kKeepXBytesPerSmPerUs ? static_cast<int64_t>(l2) : INT64_MAX;
+  }();
+  return bytes_moved > l2_if_fast;
+}
 
 template <class T>
 cudaError_t launch(const T* x, const T* w, T* y, int64_t rows, int64_t cols, float eps, cudaStream_t s) {
@@ -821,9 +862,12 @@ cudaError_t launch(const T* x, const T* w, T* y, int64_t rows, int64_t cols, flo
   if (cols / kPerPack<T> > kWideBlockThreads * kMaxPacksPerThread) {
     rmsnorm_streaming_kernel<T><<<grid_for(rows), kMaxBlockThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
   } else if (cols % kPerPack<T> == 0 && aligned16(x) && aligned16(w) && aligned16(y)) {
-    launch_in_registers<T, true>(x, w, y, rows, static_cast<int>(cols), inv_cols, eps, s);
+    if (keep_x_in_l2(2 * rows * cols * static_cast<int64_t>(sizeof(T))))
+      launch_in_registers<T, true, true>(x, w, y, rows, static_cast<int>(cols), inv_cols, eps, s);
+    else
+      launch_in_registers<T, true, false>(x, w, y, rows, static_cast<int>(cols), inv_cols, eps, s);
   } else {
-    launch_in_registers<T, false>(x, w, y, rows, static_cast<int>(cols), inv_cols, eps, s);
+    launch_in_registers<T, false, false>(x, w, y, rows, static_cast<int>(cols), inv_cols, eps, s);
   }
   return cudaGetLastError();
 }
