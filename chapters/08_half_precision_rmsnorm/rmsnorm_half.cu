@@ -72,17 +72,16 @@
 // must not alias x. rows <= 0 or cols <= 0: nothing to do. Rows past 8,192 packs
 // take the streaming path (x read twice), one block of 512 threads per row: fine
 // for many rows, slow for a handful of very long ones. Inputs must be finite with
-// a finite fp32 sum of squares (|x| below about 1e19). 112 kernels: 10-17 s to
-// compile at -O3.
+// a finite fp32 sum of squares (|x| below about 1e19). 176 kernels (the aligned ones
+// twice, with and without the L2 policy on x: keep_x_in_l2): 17-20 s to compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
 // Measured:      % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB moved,
-//                rows of 128 to 16,384, 2026-11-23. NVIDIA H200 (code ba94f1f; copy
-//                ~3,910-4,090 GB/s; chapter notebook): fp16 96.1-99.4%, bf16 94.8-99.4%
-//                (5,125 columns at 94.8; 95.5 in the run before, code d7169b5), fp32
-//                97.0-99.0%. NVIDIA H100 (code fbff51a, the same kernels for these
-//                rows; copy ~2,850-2,970 GB/s; book/results/sweep-h100.json): fp16
-//                98.2-100.7%, bf16 97.9-100.5%, fp32 98.8-100.3%.
+//                rows of 128 to 16,384, 2026-11-23, code ddfae89508ee. NVIDIA H200 (x with
+//                the L2 policy; copy ~3,985-4,085 GB/s; chapter notebook): fp16 96.6-99.5%,
+//                bf16 96.4-100.6%, fp32 95.2-99.2%. NVIDIA H100 (plain loads; copy
+//                ~2,855-2,970 GB/s; book/results/rmsnorm-h100.json): fp16 98.2-100.3%, bf16
+//                98.0-100.4%, fp32 98.2-100.7%.
 //                Longer rows: fp16/bf16 65,536 columns H200 86%, H100 95% (rounds spread 5-14%,
 //                see Fit::kWide); fp32 32,768 H200 91-93%, H100 97%; fp32 65,536 (streaming)
 //                H200 65% (H100 figures: code d7169b5, book/results/long-rows-h100.json).
