@@ -375,8 +375,8 @@ cudaError_t launch_scalar(const T* x, T* y, int64_t n, cudaStream_t stream) {
 // forms): H100, one pack 99.6-100.3 against 98.6-99.5 with two; H200, two packs
 // 97.0-98.6 against 88.9-95.5 with one (but fp32 tanh: 98.4 against 99.1); that
 // was the grid-stride form of the kernel, which read a thread's two packs a grid
-// apart; the one-step form keeps it for 16-bit data (fp32: see launch_vector). The 1 us is the figure that
-// separates those two GPUs, not a measured latency.
+// apart; the one-step form keeps it for 16-bit data (fp32: see launch_vector).
+// The 1 us is the figure that separates those two GPUs, not a measured latency.
 // Inputs that stay in L2 take two (H100, 16 MiB moved in a CUDA graph: 98.6%
 // against 96.5%). The peak bandwidth comes from the memory clock and bus width.
 struct MemoryFit {

@@ -440,7 +440,8 @@ __device__ __forceinline__ void normalize_rows(const T* __restrict__ x, const ui
     for (int k = 0; k < VPT; ++k) {
       const int i = tid + k * nthreads;
       xv[j][k] = make_uint4(0u, 0u, 0u, 0u);
-      if (r < rows && i < body) xv[j][k] = kKeepX ? load_keep_in_l2(xr + i * N) : load_pack<true>(xr + i * N, kPackBytes);
+      if (r < rows && i < body)
+        xv[j][k] = kKeepX ? load_keep_in_l2(xr + i * N) : load_pack<true>(xr + i * N, kPackBytes);
     }
   }
   float inv_rms[R];
@@ -710,7 +711,9 @@ void launch_rows(int vpt, const T* x, const T* w, T* y, int64_t rows, int cols, 
   // Groups of 1 or 2 lanes hold rows of that many packs: one pack a lane, vpt 1.
   constexpr bool kMorePacks = G > 2;
   switch (vpt) {
-    case 1: rmsnorm_rows_kernel<T, G, 1, kAligned, kKeepX><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    case 1:
+      rmsnorm_rows_kernel<T, G, 1, kAligned, kKeepX><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+      break;
     case 2:
       if constexpr (kMorePacks)
         rmsnorm_rows_kernel<T, G, 2, kAligned, kKeepX><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
@@ -739,8 +742,8 @@ void launch_block(int vpt, int threads, const T* x, const T* w, T* y, int64_t ro
                   float eps, cudaStream_t s) {
   const unsigned grid = grid_for(rows);
   if (threads > kMaxBlockThreads) {  // rows of 4,097 to 8,192 packs (see Fit::kWide)
-    rmsnorm_block_kernel<T, kMaxPacksPerThread, kAligned, Fit::kWide, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols,
-                                                                                             inv_cols, eps);
+    rmsnorm_block_kernel<T, kMaxPacksPerThread, kAligned, Fit::kWide, kKeepX><<<grid, threads, 0, s>>>(
+        x, w, y, rows, cols, inv_cols, eps);
     return;
   }
   // fp32 rows of 4,100 to 6,144 floats: a block of 257-384 threads at 4 packs each
@@ -749,20 +752,31 @@ void launch_block(int vpt, int threads, const T* x, const T* w, T* y, int64_t ro
   // fit and none spill (101%); the 16-bit kernels would spill at 56.
   if constexpr (sizeof(T) == 4) {
     if (vpt == 4 && threads > 256 && threads <= kThreeBlockThreads) {
-      rmsnorm_block_kernel<T, 4, kAligned, Fit::kThree, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+      rmsnorm_block_kernel<T, 4, kAligned, Fit::kThree, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols,
+                                                                                         inv_cols, eps);
       return;
     }
   }
   if constexpr (kAligned) {
     if (vpt == 4 && rows > kFewRows) {
-      rmsnorm_block_kernel<T, 4, true, Fit::kDense, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+      rmsnorm_block_kernel<T, 4, true, Fit::kDense, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols,
+                                                                                     inv_cols, eps);
       return;
     }
   }
   switch (vpt) {
-    case 2: rmsnorm_block_kernel<T, 2, kAligned, Fit::kTwo, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
-    case 4: rmsnorm_block_kernel<T, 4, kAligned, Fit::kTwo, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
-    default: rmsnorm_block_kernel<T, 8, kAligned, Fit::kTwo, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps); break;
+    case 2:
+      rmsnorm_block_kernel<T, 2, kAligned, Fit::kTwo, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols,
+                                                                                      inv_cols, eps);
+      break;
+    case 4:
+      rmsnorm_block_kernel<T, 4, kAligned, Fit::kTwo, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols,
+                                                                                      inv_cols, eps);
+      break;
+    default:
+      rmsnorm_block_kernel<T, 8, kAligned, Fit::kTwo, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols,
+                                                                                      inv_cols, eps);
+      break;
   }
 }
 
