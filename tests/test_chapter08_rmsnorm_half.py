@@ -63,6 +63,17 @@ def test_many_rows_of_a_few_packs(ops, dtype):
             check_into_nan_out(ops, rows, cols, dtype)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_many_rows_of_9_to_64_packs(ops, dtype):
+    # More than 256 aligned 16-bit rows of 9 to 16 packs (on an H100: 16 lanes of
+    # one pack in blocks of 512) and of 33 to 64 packs (16 lanes in blocks of 256),
+    # lengths that fill every slot and lengths that do not, and row counts that
+    # leave the last block part full.
+    for packs in (9, 12, 16, 17, 33, 40, 63, 64):
+        for rows in (257, 4099):
+            check_into_nan_out(ops, rows, packs * 8, dtype)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_few_rows_of_17_to_128_packs(ops, dtype):
     # At most 256 aligned rows of 17 to 128 packs: fp32 takes one block a row of 2

@@ -72,8 +72,8 @@
 // must not alias x. rows <= 0 or cols <= 0: nothing to do. Rows past 8,192 packs
 // take the streaming path (x read twice), one block of 512 threads per row: fine
 // for many rows, slow for a handful of very long ones. Inputs must be finite with
-// a finite fp32 sum of squares (|x| below about 1e19). 176 kernels (the aligned ones
-// twice, with and without the L2 policy on x: keep_x_in_l2): 17-20 s to compile at -O3.
+// a finite fp32 sum of squares (|x| below about 1e19). 196 kernels (the aligned ones
+// twice, with and without the L2 policy on x: keep_x_in_l2): 16-20 s to compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
 // Measured:      % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB moved,
@@ -97,7 +97,7 @@ namespace {
 constexpr int kPackBytes = 16;
 constexpr int kMaxBlockThreads = 512;    // one-row-per-block paths: block size limit
 constexpr int kThreeBlockThreads = 384;  // fp32 blocks of 257-384 threads: three per SM
-constexpr double kKeepXBytesPerSmPerUs = 32768;  // see keep_x_in_l2
+constexpr double kFastMemoryBytesPerSmPerUs = 32768;  // see memory_kind
 constexpr int kWideBlockThreads = 1024;  // rows of 4,097 to 8,192 packs: one block per SM (Fit::kWide)
 constexpr int kMaxGroupPacks = 4;        // several-rows path: at most 4 packs per lane
 constexpr int kMaxPacksPerThread = 8;    // one-row-per-block register path: at most 8
@@ -495,13 +495,12 @@ constexpr int kRowsBlockThreads = kRowsAtOnce<T, kAligned> > 1 ? 32 : 64;
 template <class T, int VPT, bool kAligned>
 constexpr int kRowsThreadsPerSm = kRowsAtOnce<T, kAligned> > 1 || VPT <= 3 ? 1024 : 768;
 
-template <class T, int G, int VPT, bool kAligned, bool kKeepX>
-__global__ void __launch_bounds__(kRowsBlockThreads<T, kAligned>,
-                                  kRowsThreadsPerSm<T, VPT, kAligned> / kRowsBlockThreads<T, kAligned>)
+template <class T, int G, int VPT, bool kAligned, bool kKeepX, int THREADS>
+__global__ void __launch_bounds__(THREADS, kRowsThreadsPerSm<T, VPT, kAligned> / THREADS)
 rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y,
                     int64_t rows, int cols, float inv_cols, float eps) {
   constexpr int R = kRowsAtOnce<T, kAligned>;
-  constexpr int kGroups = kRowsBlockThreads<T, kAligned> / G;
+  constexpr int kGroups = THREADS / G;
   constexpr int kGroupsPerWarp = 32 / G;
   const int lane = threadIdx.x % G;
   const int group = threadIdx.x / G;
@@ -694,11 +693,54 @@ unsigned grid_for(int64_t work_items) {
   return static_cast<unsigned>(work_items < kMaxBlocks ? work_items : kMaxBlocks);
 }
 
-template <class T, int G, bool kAligned, bool kKeepX>
+// Two launch choices differ between an H100 and an H200, each measured on both:
+// x's L2 policy (keep_x_in_l2) and the block of short 16-bit rows
+// (launch_in_registers). What tells the two apart is how many bytes the memory
+// streams per SM per us: an H200 (4.8 TB/s over 132 SMs) 36.5 KB, an H100 (3.35
+// TB/s) 25.4 KB. The peak bandwidth comes from the memory clock and bus width.
+enum class Memory { kUnknown, kSlower, kFaster };  // kFaster: above kFastMemoryBytesPerSmPerUs
+
+struct MemoryKind {
+  Memory memory;
+  int64_t l2;  // bytes
+};
+
+MemoryKind memory_kind() {
+  static const MemoryKind kind = [] {  // once per process, which uses one kind of GPU
+    int device = 0, clock_khz = 0, bus_bits = 0, sms = 0, l2 = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
+    if (err != cudaSuccess || sms <= 0) {
+      cudaGetLastError();  // unknown GPU: the shapes that are not tuned to either
+      return MemoryKind{Memory::kUnknown, 0};
+    }
+    // double data rate: two transfers per memory clock, bus_bits / 8 bytes each
+    const double bytes_per_sm_per_us = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / sms * 1e-6;
+    return MemoryKind{bytes_per_sm_per_us > kFastMemoryBytesPerSmPerUs ? Memory::kFaster : Memory::kSlower,
+                      static_cast<int64_t>(l2)};
+  }();
+  return kind;
+}
+
+// Whether an aligned launch loads x with an L2 evict_last policy: where the bytes
+// moved exceed the L2 (a CUDA graph of a few rows lost 1-2.5 points with any hint)
+// on the faster memory (an H200). The policy made this kernel 1-1.7% faster on an
+// H200 and 1.4-2.5% slower on an H100 (2.1-2.6% at 128-4,096 columns, 40 paired
+// rounds), and moved a plain copy the same way (see "Cache hints on x" above enum
+// class Fit): it is a property of each GPU's L2, measured, not derived.
+bool keep_x_in_l2(int64_t bytes_moved) {
+  const MemoryKind kind = memory_kind();
+  return kind.memory == Memory::kFaster && bytes_moved > kind.l2;
+}
+
+
+template <class T, int G, bool kAligned, bool kKeepX, int THREADS = kRowsBlockThreads<T, kAligned>>
 void launch_rows(int vpt, const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols, float eps,
                  cudaStream_t s) {
-  constexpr int kThreads = kRowsBlockThreads<T, kAligned>;
-  constexpr int kRowsPerBlock = kThreads / G * kRowsAtOnce<T, kAligned>;
+  constexpr int kRowsPerBlock = THREADS / G * kRowsAtOnce<T, kAligned>;
   const unsigned grid = grid_for((rows + kRowsPerBlock - 1) / kRowsPerBlock);
   if constexpr (sizeof(T) == 4 && G < 32) {
     // fp32 groups of 8 or 16 lanes hold at most 2 packs a lane (launch_in_registers);
@@ -712,19 +754,23 @@ void launch_rows(int vpt, const T* x, const T* w, T* y, int64_t rows, int cols, 
   constexpr bool kMorePacks = G > 2;
   switch (vpt) {
     case 1:
-      rmsnorm_rows_kernel<T, G, 1, kAligned, kKeepX><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+      rmsnorm_rows_kernel<T, G, 1, kAligned, kKeepX, THREADS><<<grid, THREADS, 0, s>>>(x, w, y, rows, cols,
+                                                                                      inv_cols, eps);
       break;
     case 2:
       if constexpr (kMorePacks)
-        rmsnorm_rows_kernel<T, G, 2, kAligned, kKeepX><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+        rmsnorm_rows_kernel<T, G, 2, kAligned, kKeepX, THREADS><<<grid, THREADS, 0, s>>>(x, w, y, rows, cols,
+                                                                                        inv_cols, eps);
       break;
     case 3:
       if constexpr (kMorePacks && (sizeof(T) != 4 || G == 32))
-        rmsnorm_rows_kernel<T, G, 3, kAligned, kKeepX><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+        rmsnorm_rows_kernel<T, G, 3, kAligned, kKeepX, THREADS><<<grid, THREADS, 0, s>>>(x, w, y, rows, cols,
+                                                                                        inv_cols, eps);
       break;
     default:
       if constexpr (kMorePacks && (sizeof(T) != 4 || G == 32))
-        rmsnorm_rows_kernel<T, G, 4, kAligned, kKeepX><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
+        rmsnorm_rows_kernel<T, G, 4, kAligned, kKeepX, THREADS><<<grid, THREADS, 0, s>>>(x, w, y, rows, cols,
+                                                                                        inv_cols, eps);
       break;
   }
 }
@@ -818,6 +864,25 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
                   : many_aligned && packs <= 8 ? 4
                   : packs <= 8 * lane_packs ? 8 : packs <= 16 * lane_packs ? 16 : 32;
     const int vpt = packs == 0 ? 1 : (packs + g - 1) / g;
+    if constexpr (kAligned && sizeof(T) == 2) {
+      // Many 16-bit rows in groups of 16 lanes (33 to 64 packs) take blocks of 256;
+      // on an H100, rows of 9 to 16 packs take 16 lanes of one pack in blocks of
+      // 512. 256 MiB, 40 paired rounds, the 64-thread launch's time over this one's
+      // (torch.compile's over this one's): 512 columns, H100 fp16 1.001, bf16 1.005
+      // (0.998, 0.998); H200 1.008, 1.007 (1.000, 0.999). 128 columns, H100 fp16
+      // 1.011, bf16 1.016 (1.005, 1.007); on an H200 that shape lost 7-9% of a copy
+      // (256-thread blocks 3-5%), so it keeps 8 lanes of 2 packs in blocks of 64,
+      // and 512-thread blocks at 512 columns lost 2.4% on an H100.
+      if (many_aligned && g == 16)
+        return launch_rows<T, 16, true, kKeepX, 256>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
+      if (many_aligned && packs > 8 && packs <= 16 && memory_kind().memory == Memory::kSlower) {
+        constexpr int kThreads = 512, kRowsPerBlock = kThreads / 16;
+        const unsigned grid = grid_for((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+        rmsnorm_rows_kernel<T, 16, 1, true, kKeepX, kThreads><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols,
+                                                                                       eps);
+        return;
+      }
+    }
     if constexpr (kAligned) {
       if (g == 1) return launch_rows<T, 1, true, kKeepX>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
       if (g == 2) return launch_rows<T, 2, true, kKeepX>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
@@ -840,33 +905,6 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kPackBytes == 0; }
-
-// Whether an aligned launch loads x with an L2 evict_last policy: where the bytes
-// moved exceed the L2 (a CUDA graph of a few rows lost 1-2.5 points with any hint)
-// on a GPU whose memory streams more than kKeepXBytesPerSmPerUs per SM, which
-// separates an H200 (4.8 TB/s over 132 SMs: 36.5 KB per SM per us) from an H100
-// (3.35 TB/s: 25.4 KB). The policy made this kernel 1-1.7% faster on an H200 and
-// 1.4-2.5% slower on an H100, and moved a plain copy the same way (see "Cache hints
-// on x" above enum class Fit): it is a property of each GPU's L2, measured, not
-// derived. The peak bandwidth comes from the memory clock and bus width.
-bool keep_x_in_l2(int64_t bytes_moved) {
-  static const int64_t l2_if_fast = [] {  // the L2's size on such a GPU, else no limit
-    int device = 0, clock_khz = 0, bus_bits = 0, sms = 0, l2 = 0;
-    cudaError_t err = cudaGetDevice(&device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
-    if (err != cudaSuccess || sms <= 0) {
-      cudaGetLastError();  // unknown GPU: no hint
-      return INT64_MAX;
-    }
-    // double data rate: two transfers per memory clock, bus_bits / 8 bytes each
-    const double bytes_per_sm_per_us = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / sms * 1e-6;
-    return bytes_per_sm_per_us > kKeepXBytesPerSmPerUs ? static_cast<int64_t>(l2) : INT64_MAX;
-  }();
-  return bytes_moved > l2_if_fast;
-}
 
 template <class T>
 cudaError_t launch(const T* x, const T* w, T* y, int64_t rows, int64_t cols, float eps, cudaStream_t s) {
