@@ -77,11 +77,11 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
 // Measured:      % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB moved,
-//                rows of 128 to 16,384, 2026-11-23, code ddfae89508ee. NVIDIA H200 (x with
-//                the L2 policy; copy ~3,985-4,085 GB/s; chapter notebook): fp16 96.6-99.5%,
-//                bf16 96.4-100.6%, fp32 95.2-99.2%. NVIDIA H100 (plain loads; copy
-//                ~2,855-2,970 GB/s; book/results/rmsnorm-h100.json): fp16 98.2-100.3%, bf16
-//                98.0-100.4%, fp32 98.2-100.7%.
+//                rows of 128 to 16,384, 2026-11-23, code 7e666799adba. NVIDIA H200 (x with
+//                the L2 policy; copy ~3,950-4,090 GB/s; chapter notebook): fp16 96.4-100.5%,
+//                bf16 96.6-100.5%, fp32 97.3-99.7%. NVIDIA H100 (plain loads; copy
+//                ~2,845-2,970 GB/s; book/results/rmsnorm-h100.json): fp16 97.8-100.5%, bf16
+//                98.2-100.5%, fp32 98.3-101.0%.
 //                Longer rows: fp16/bf16 65,536 columns H200 86%, H100 95% (rounds spread 5-14%,
 //                see Fit::kWide); fp32 32,768 H200 91-93%, H100 97%; fp32 65,536 (streaming)
 //                H200 65% (H100 figures: code d7169b5, book/results/long-rows-h100.json).
