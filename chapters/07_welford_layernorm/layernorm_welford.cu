@@ -89,10 +89,10 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved, 2026-11-23. NVIDIA H100 (code ec11d05; copy ~2,850-2,970 GB/s;
-//                book/results/layernorm-h100.json), rows of 1,024 / 4,096 / 8,192 / 16,384:
-//                fp32 99.5 / 100.3 / 99.4 / 97.1%, fp16 98.6 / 100.1 / 99.9 / 97.2%, bf16
-//                99.4 / 99.9 / 99.7 / 97.2%. NVIDIA H200 (code 2ca724ca1f3e; copy ~3,900-4,060
+//                moved, 2026-11-23. NVIDIA H100 (code d4d2664a2caa; copy ~2,845-2,955
+//                GB/s; book/results/layernorm-h100.json), rows of 1,024 / 4,096 / 8,192 /
+//                16,384: fp32 98.9 / 100.6 / 99.4 / 96.7%, fp16 98.3 / 99.7 / 99.9 / 97.0%,
+//                bf16 99.4 / 99.7 / 99.5 / 97.1%. NVIDIA H200 (code 2ca724ca1f3e; copy ~3,900-4,060
 //                GB/s; chapter notebook), rows of 1,024 / 4,096 / 16,384: fp32 98.2 / 98.0 /
 //                94.0%, fp16 98.4 / 97.6 / 95.3%, bf16 97.4 / 95.7 / 94.7%.
 //                65,536-column rows: fp16/bf16 in registers (1,024-thread blocks) H200 76-77%,
