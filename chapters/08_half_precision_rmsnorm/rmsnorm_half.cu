@@ -475,9 +475,10 @@ __device__ __forceinline__ void normalize_rows(const T* __restrict__ x, const ui
 // finer grain than a 256-thread one, so fewer thread slots sit idle while the
 // last rows of a block finish (H200, 256 MiB, % of a copy with 64 against 256
 // threads in the same rounds: fp32 128 columns 99.1 / 97.2, 512 columns 99.5 /
-// 98.1; bf16 769 columns 96.0 / 95.2). Threads per SM asked for, and the
-// registers that leaves a thread: 1,024 (64) for up to 3 packs a lane, 768 (80)
-// for 4.
+// 98.1; bf16 769 columns 96.0 / 95.2). Many aligned 16-bit rows in groups of 16
+// lanes are the exception (see launch_in_registers). Threads per SM asked for,
+// and the registers that leaves a thread: 1,024 (64) for up to 3 packs a lane,
+// 768 (80) for 4.
 // Aligned fp32 rows go two at a time per group (normalize_rows), in blocks of
 // one warp, 32 per SM (the most an SM holds; 64 registers a thread). That is the
 // shape torch.compile's kernel takes for 512 floats, and it was faster there
