@@ -186,6 +186,10 @@ class Paired:
         """'ahead' or 'behind' only where the whole interval says so; else 'tie'."""
         return "ahead" if self.low > 1 else "behind" if self.high < 1 else "tie"
 
+    def __str__(self) -> str:
+        span = f"[{self.low:.3f}, {self.high:.3f}]" if self.rounds else "(medians only)"
+        return f"{self.ratio:.3f}x {span}"
+
 
 CONFIDENCE = 0.95
 
