@@ -13,9 +13,15 @@ ones), so that no contender always follows the same one and writes into the
 output memory that one has just freed, as nearly all did when one fixed order
 was rotated. (No bias from it was found: three copies of one kernel measured
 within 0.5% of each other under either order, H200, 2026-11-23, five shapes, 50
-rounds.) Large cases (at least BIG_BYTES moved) run call by call after writing a
-buffer twice the L2's size; small ones are captured in a CUDA graph over
-rotating input sets (more than 3x the L2) and replayed.
+rounds.) Large cases (at least BIG_BYTES moved) run call by call; small ones are
+captured in a CUDA graph over rotating input sets (at most 256, each read once
+per replay) and replayed. Either way every timing starts after writing a buffer
+twice the L2's size. Graph replays once skipped that flush and relied on the
+sets exceeding 3x the L2, which the cap of 256 breaks for the smallest cases:
+256 sets of one row of 4,096 floats are 12 MiB, so each replay found part of
+them still in L2 from the contenders timed before it, more or less by the round's
+order. On an H100 that spread the copy's rounds by 17% and the stages' by up to
+37% (book/results/rmsnorm-h100.json, 1 x 4,096 fp32).
 
 Bandwidth counts the bytes an op must move: every input read once (weights
 included) and every output written once. "% of speed of light" is the op's
@@ -262,7 +268,7 @@ def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, m
     mode = mode or mode_for(nbytes)
     prepared = {c.name: _prepare(c, mode, nbytes, warmup) for c in contenders}
     torch.cuda.synchronize()
-    flush = L2Flush() if mode == EAGER else None
+    flush = L2Flush()
     gate = Gate()
     names = list(prepared)
     host_work = {c.name: c.host_work for c in contenders}
@@ -275,8 +281,7 @@ def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, m
                 gate.hold()
             else:
                 torch.cuda.synchronize()
-            if flush is not None:
-                flush()
+            flush()
             start.record()
             if host_work[name] is not None:
                 host_work[name]()
