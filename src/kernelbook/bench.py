@@ -21,7 +21,8 @@ sets exceeding 3x the L2, which the cap of 256 breaks for the smallest cases:
 256 sets of one row of 4,096 floats are 12 MiB, so each replay found part of
 them still in L2 from the contenders timed before it, more or less by the round's
 order. On an H100 that spread the copy's rounds by 17% and the stages' by up to
-37% (book/results/rmsnorm-h100.json, 1 x 4,096 fp32).
+37% (book/results/rmsnorm-h100.json, 1 x 4,096 fp32); on an H200 the copy's by
+18-19%, against 1.2-1.3% flushed (2026-11-24, 30 rounds, two runs each way).
 
 Bandwidth counts the bytes an op must move: every input read once (weights
 included) and every output written once. "% of speed of light" is the op's
@@ -221,8 +222,9 @@ def paired(ours: list[float], theirs: list[float]) -> Paired:
 
 
 def input_sets(nbytes: int) -> int:
-    """How many input sets a small case rotates through so that together they
-    exceed 3x the L2 (a call never finds the previous call's data cached)."""
+    """How many input sets a small case rotates through: enough to exceed 3x the
+    L2 where 256 do, so that one replay reads each set once and no call finds an
+    earlier call's data cached (the flush before each replay covers the rest)."""
     return min(256, max(2, math.ceil(3 * l2_bytes() / max(nbytes, 1))))
 
 
