@@ -42,15 +42,17 @@
 //     (the fewest that hold the row in <= 4 packs a lane); for many aligned rows,
 //     1 or 2 (a pack a lane) for rows of 1 or 2 packs and 4 for up to 8 packs.
 //     64 threads, 64 / G rows per block; shuffle reduction within the G lanes.
+//     Many aligned 16-bit rows of 33 to 64 packs: 32 lanes in blocks of 128 (on an
+//     H100 also 9 to 16 packs: 16 lanes of one pack in blocks of 512).
 //     Aligned fp32 rows: 32-thread blocks, each group of G lanes taking two rows
 //     at once. A few (<= 256) such rows of 17 to 128 packs take the next path
 //     instead, a block per row: the launch is one wave, and its time is latency.
 //   * P <= 4,096 (32,768 halves or 16,384 floats, plus a partial pack): one block
 //     per row, the row in registers. VPT packs per thread and a block of P / VPT
-//     threads rounded up to a warp, at most 512: VPT starts at 4 (2 for at most 256
-//     rows, where latency matters more than overlap: 4,096 halves then take 256
-//     threads of two packs each, loaded in one step) and doubles while the block
-//     would be too large, up to 8. With 8 the weight is loaded after the reduction,
+//     threads rounded up to a warp, at most 512: VPT starts at 4 (for at most 256
+//     rows, where latency matters more than overlap, 2 for fp32 and 1 for halves:
+//     4,096 halves then take 512 threads of one pack each, loaded in one step) and
+//     doubles while the block would be too large, up to 8. With 8 the weight is loaded after the reduction,
 //     to keep two blocks per SM within the registers. fp32 blocks of 257 to 384
 //     threads at 4 packs each are held to 56 registers, so three fit per SM, not
 //     two (rows of 4,100 to 6,144 floats; 5,125 on an H200: 93% -> 101% of a copy).
@@ -812,6 +814,11 @@ void launch_block(int vpt, int threads, const T* x, const T* w, T* y, int64_t ro
     }
   }
   switch (vpt) {
+    case 1:  // few 16-bit rows only (launch_in_registers)
+      if constexpr (sizeof(T) == 2)
+        rmsnorm_block_kernel<T, 1, kAligned, Fit::kTwo, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols,
+                                                                                        inv_cols, eps);
+      break;
     case 2:
       rmsnorm_block_kernel<T, 2, kAligned, Fit::kTwo, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols,
                                                                                       inv_cols, eps);
@@ -866,16 +873,21 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
                   : packs <= 8 * lane_packs ? 8 : packs <= 16 * lane_packs ? 16 : 32;
     const int vpt = packs == 0 ? 1 : (packs + g - 1) / g;
     if constexpr (kAligned && sizeof(T) == 2) {
-      // Many 16-bit rows in groups of 16 lanes (33 to 64 packs) take blocks of 256;
-      // on an H100, rows of 9 to 16 packs take 16 lanes of one pack in blocks of
-      // 512. 256 MiB, 40 paired rounds, the 64-thread launch's time over this one's
-      // (torch.compile's over this one's): 512 columns, H100 fp16 1.001, bf16 1.005
-      // (0.998, 0.998); H200 1.008, 1.007 (1.000, 0.999). 128 columns, H100 fp16
-      // 1.011, bf16 1.016 (1.005, 1.007); on an H200 that shape lost 7-9% of a copy
-      // (256-thread blocks 3-5%), so it keeps 8 lanes of 2 packs in blocks of 64,
-      // and 512-thread blocks at 512 columns lost 2.4% on an H100.
+      // Many 16-bit rows of 33 to 64 packs take 32 lanes of one or two packs, in
+      // blocks of 128; on an H100, rows of 9 to 16 packs take 16 lanes of one pack
+      // in blocks of 512. 256 MiB, 40 paired rounds, 512 columns: the time of 16
+      // lanes of 4 packs in blocks of 256 (the shape before) over this one's, H100
+      // fp16 1.007, bf16 1.006, H200 1.000, 1.002; torch.compile's over this one's,
+      // H100 0.999, 0.997 (ties; 0.992 and 0.992 against the old shape), H200
+      // 1.006, 1.003 (ties). On the H100, 32 lanes in blocks of 64 tied with 128,
+      // in blocks of 256 lost 1.0-1.2%, and 16 lanes in blocks of 128 lost 1.5%;
+      // 512-thread blocks at 512 columns lost 2.4%. 128 columns (9 to 16 packs),
+      // the 64-thread launch's time over the 512-thread one's, H100 fp16 1.011,
+      // bf16 1.016 (torch.compile 1.005, 1.007); on an H200 that shape lost 7-9%
+      // of a copy (256-thread blocks 3-5%), so it keeps 8 lanes of 2 packs in
+      // blocks of 64.
       if (many_aligned && g == 16)
-        return launch_rows<T, 16, true, kKeepX, 256>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
+        return launch_rows<T, 32, true, kKeepX, 128>((packs + 31) / 32, x, w, y, rows, cols, inv_cols, eps, s);
       if (many_aligned && packs > 8 && packs <= 16 && memory_kind().memory == Memory::kSlower) {
         constexpr int kThreads = 512, kRowsPerBlock = kThreads / 16;
         const unsigned grid = grid_for((rows + kRowsPerBlock - 1) / kRowsPerBlock);
@@ -895,11 +907,15 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
     return;
   }
   // One block per row, at most 512 threads: the fewest packs per thread that fit,
-  // starting from 2 for few rows (latency) and 4 for many (overlap), doubling.
-  // For few rows, 2 packs a thread beat 1 (H100, 4,096 columns: 32 rows of bf16
-  // 2.45 -> 2.42 us, one row of fp32 1.97 -> 1.89): half as many warps take turns
-  // at the shuffle unit and wait at the barrier.
-  int vpt = rows <= kFewRows ? 2 : 4;
+  // starting from 4 for many rows (overlap) and, for few rows (latency), 1 for
+  // 16-bit types and 2 for fp32 (a row of 4,096 floats on 1,024 threads of one
+  // pack exceeds the block; in blocks of 256 x 4 it took 5-6% longer). 4,096
+  // halves on 512 threads of one pack instead of 256 of two, CUDA graph, 30
+  // paired rounds, time saved: H100 1 row fp16 8.5%, bf16 7.6%, 4 rows 3.3%, 32
+  // rows 1.8% and 1.0%, 256 rows fp16 0.8%; H200 1 row 4.5% and 5.0%, 4 rows
+  // 2.6%, 32 rows 1.7% and 0.5%, 256 rows 0.6% and -0.3% (a tie). The same
+  // comparison between two builds of one kernel moved by up to 0.9%.
+  int vpt = rows > kFewRows ? 4 : sizeof(T) == 2 ? 1 : 2;
   auto threads_for = [packs](int v) { return ((packs + v - 1) / v + 31) / 32 * 32; };
   while (vpt < kMaxPacksPerThread && threads_for(vpt) > kMaxBlockThreads) vpt *= 2;
   launch_block<T, kAligned, kKeepX>(vpt, threads_for(vpt), x, w, y, rows, cols, inv_cols, eps, s);
