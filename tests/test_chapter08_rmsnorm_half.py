@@ -66,7 +66,7 @@ def test_many_rows_of_a_few_packs(ops, dtype):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_many_rows_of_9_to_64_packs(ops, dtype):
     # More than 256 aligned 16-bit rows of 9 to 16 packs (on an H100: 16 lanes of
-    # one pack in blocks of 512) and of 33 to 64 packs (16 lanes in blocks of 256),
+    # one pack in blocks of 512) and of 33 to 64 packs (32 lanes in blocks of 128),
     # lengths that fill every slot and lengths that do not, and row counts that
     # leave the last block part full.
     for packs in (9, 12, 16, 17, 33, 40, 63, 64):
@@ -82,6 +82,17 @@ def test_few_rows_of_17_to_128_packs(ops, dtype):
     for packs in (16, 17, 31, 32, 33, 64, 100, 128):
         for rows in (1, 37, 256):
             check_into_nan_out(ops, rows, packs * (16 // dtype.itemsize), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_few_rows_one_block_each(ops, dtype):
+    # At most 256 rows of 129 to 4,096 packs, a block each: 16-bit types one pack a
+    # thread, fp32 two, or four from 32 rows up to one row per SM; row counts on each
+    # side of those bounds, rows of whole packs and rows with a head and a tail.
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for cols in (1032, 4096, 4097, 32768 // dtype.itemsize):
+        for rows in (1, 31, 32, sms, sms + 1, 256):
+            check_into_nan_out(ops, rows, cols, dtype)
 
 
 def test_many_fp32_rows_three_blocks_per_sm(ops):

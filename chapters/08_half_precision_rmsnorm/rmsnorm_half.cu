@@ -50,9 +50,10 @@
 //   * P <= 4,096 (32,768 halves or 16,384 floats, plus a partial pack): one block
 //     per row, the row in registers. VPT packs per thread and a block of P / VPT
 //     threads rounded up to a warp, at most 512: VPT starts at 4 (for at most 256
-//     rows, where latency matters more than overlap, 2 for fp32 and 1 for halves:
-//     4,096 halves then take 512 threads of one pack each, loaded in one step) and
-//     doubles while the block would be too large, up to 8. With 8 the weight is loaded after the reduction,
+//     rows, where latency matters more than overlap, 1 for halves and 2 for fp32,
+//     4 again from 32 fp32 rows up to one per SM: 4,096 halves then take 512
+//     threads of one pack each, loaded in one step) and doubles while the block
+//     would be too large, up to 8. With 8 the weight is loaded after the reduction,
 //     to keep two blocks per SM within the registers. fp32 blocks of 257 to 384
 //     threads at 4 packs each are held to 56 registers, so three fit per SM, not
 //     two (rows of 4,100 to 6,144 floats; 5,125 on an H200: 93% -> 101% of a copy).
@@ -104,6 +105,7 @@ constexpr int kWideBlockThreads = 1024;  // rows of 4,097 to 8,192 packs: one bl
 constexpr int kMaxGroupPacks = 4;        // several-rows path: at most 4 packs per lane
 constexpr int kMaxPacksPerThread = 8;    // one-row-per-block register path: at most 8
 constexpr int kFewRows = 256;            // at most this many rows: spread each row thin
+constexpr int kFewRowsWide = 32;         // fp32: from this many few rows, 4 packs a thread (launch_in_registers)
 constexpr int kFewRowsMinPacks = 16;     // a few aligned fp32 rows longer than this: a block each
 constexpr int64_t kMaxBlocks = 65535;    // grid cap; blocks then loop over rows
 
@@ -706,6 +708,7 @@ enum class Memory { kUnknown, kSlower, kFaster };  // kFaster: above kFastMemory
 struct MemoryKind {
   Memory memory;
   int64_t l2;  // bytes
+  int sms;
 };
 
 MemoryKind memory_kind() {
@@ -718,12 +721,12 @@ MemoryKind memory_kind() {
     if (err == cudaSuccess) err = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
     if (err != cudaSuccess || sms <= 0) {
       cudaGetLastError();  // unknown GPU: the shapes that are not tuned to either
-      return MemoryKind{Memory::kUnknown, 0};
+      return MemoryKind{Memory::kUnknown, 0, 0};
     }
     // double data rate: two transfers per memory clock, bus_bits / 8 bytes each
     const double bytes_per_sm_per_us = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / sms * 1e-6;
     return MemoryKind{bytes_per_sm_per_us > kFastMemoryBytesPerSmPerUs ? Memory::kFaster : Memory::kSlower,
-                      static_cast<int64_t>(l2)};
+                      static_cast<int64_t>(l2), sms};
   }();
   return kind;
 }
@@ -909,13 +912,21 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
   // One block per row, at most 512 threads: the fewest packs per thread that fit,
   // starting from 4 for many rows (overlap) and, for few rows (latency), 1 for
   // 16-bit types and 2 for fp32 (a row of 4,096 floats on 1,024 threads of one
-  // pack exceeds the block; in blocks of 256 x 4 it took 5-6% longer). 4,096
-  // halves on 512 threads of one pack instead of 256 of two, CUDA graph, 30
-  // paired rounds, time saved: H100 1 row fp16 8.5%, bf16 7.6%, 4 rows 3.3%, 32
-  // rows 1.8% and 1.0%, 256 rows fp16 0.8%; H200 1 row 4.5% and 5.0%, 4 rows
-  // 2.6%, 32 rows 1.7% and 0.5%, 256 rows 0.6% and -0.3% (a tie). The same
-  // comparison between two builds of one kernel moved by up to 0.9%.
-  int vpt = rows > kFewRows ? 4 : sizeof(T) == 2 ? 1 : 2;
+  // pack exceeds the block), except 4 for fp32 from kFewRowsWide rows up to one
+  // row per SM. CUDA graph, 30-40 paired rounds (two contenders timing one kernel
+  // differed by up to 0.9% in these runs; see GRAPH_CAPTURES in kernelbook.bench):
+  // * 4,096 halves, 512 threads of one pack instead of 256 of two, time saved:
+  //   H100 1 row fp16 8.5%, bf16 7.6%, 4 rows 3.3%, 32 rows 1.8% and 1.0%, 256
+  //   rows fp16 0.8%; H200 1 row 4.5% and 5.0%, 4 rows 2.6%, 32 rows 1.7% and
+  //   0.5%, 256 rows 0.6% and -0.3% (a tie).
+  // * 4,096 floats, the time of 2 packs a thread (512 threads) over that of 4
+  //   (256): H200 1 row 0.944-0.947, 2 rows 0.982, 4 0.989, 8 0.992, 16 1.001 and
+  //   0.998, 32 1.004-1.005 (three runs), 64 1.007 and 1.005, 128 1.003 and 1.006,
+  //   256 1.002 and 1.001; H100 1 row 0.950, 4 0.981, 16 0.998, 32 1.000, 64
+  //   1.004, 256 0.986. Liger's RMSNorm (256 threads of 16 floats) was 0.3-1.1%
+  //   ahead of 2 packs at 32 rows on the H200 in five runs, tied with 4 in two.
+  const bool wide_few = sizeof(T) == 4 && rows >= kFewRowsWide && rows <= memory_kind().sms;
+  int vpt = rows > kFewRows ? 4 : sizeof(T) == 2 ? 1 : wide_few ? 4 : 2;
   auto threads_for = [packs](int v) { return ((packs + v - 1) / v + 31) / 32 * 32; };
   while (vpt < kMaxPacksPerThread && threads_for(vpt) > kMaxBlockThreads) vpt *= 2;
   launch_block<T, kAligned, kKeepX>(vpt, threads_for(vpt), x, w, y, rows, cols, inv_cols, eps, s);
