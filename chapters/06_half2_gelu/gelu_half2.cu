@@ -65,8 +65,8 @@
 //                (two packs a thread, fp32 one in blocks of 128; copy ~3,930-3,950 / 4,200-4,210
 //                GB/s; chapter notebook): erf form fp16 98.0 / 99.2%, bf16 98.1 / 99.0%, fp32
 //                100.6 / 100.1%; tanh form fp16 99.8 / 99.0%, bf16 98.7 / 99.0%, fp32 101.1 /
-//                100.0%. NVIDIA H100, 2026-11-23, code 8bafc231295b (one pack a thread in blocks
-//                of 512; copy ~2,850-2,860 / 2,990 GB/s; book/results/gelu-h100.json): 99.9-100.9%
+//                100.0%. NVIDIA H100, 2026-11-24, code dc1bf953b184 (one pack a thread in blocks
+//                of 512; copy ~2,845-2,880 / 2,990 GB/s; book/results/gelu-h100.json): 100.2-100.7%
 //                in every dtype and both forms.
 
 #include <cuda_runtime.h>

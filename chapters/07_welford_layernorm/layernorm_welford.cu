@@ -89,15 +89,15 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved, 2026-11-23. NVIDIA H100 (code d4d2664a2caa; copy ~2,845-2,955
-//                GB/s; book/results/layernorm-h100.json), rows of 1,024 / 4,096 / 8,192 /
-//                16,384: fp32 98.9 / 100.6 / 99.4 / 96.7%, fp16 98.3 / 99.7 / 99.9 / 97.0%,
-//                bf16 99.4 / 99.7 / 99.5 / 97.1%. NVIDIA H200 (code 2ca724ca1f3e; copy ~3,900-4,060
-//                GB/s; chapter notebook), rows of 1,024 / 4,096 / 16,384: fp32 98.2 / 98.0 /
-//                94.0%, fp16 98.4 / 97.6 / 95.3%, bf16 97.4 / 95.7 / 94.7%.
-//                65,536-column rows: fp16/bf16 in registers (1,024-thread blocks) H200 76-77%,
-//                H100 85-88% (code d7169b5, book/results/long-rows-h100.json); fp32
-//                (streaming, stashed) H200 61%, H100 67% (code 57a2995).
+//                moved, 2026-11-24. NVIDIA H100 (code dc1bf953b184; copy ~2,845-2,975 GB/s;
+//                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
+//                65,536: fp32 99.5 / 99.3 / 100.1 / 99.1 / 96.3 / 68.3%, fp16 98.8 / 98.9 / 99.6 /
+//                99.7 / 97.1 / 91.2%, bf16 99.1 / 99.2 / 99.8 / 99.9 / 97.5 / 90.1%. NVIDIA H200
+//                (code e2de41d9490e; copy ~3,910-4,035 GB/s; chapter notebook), rows of 128 /
+//                1,024 / 4,096 / 16,384 / 65,536: fp32 98.6 / 97.7 / 97.8 / 92.8 / 62.5%, fp16
+//                97.5 / 97.9 / 96.5 / 95.1 / 78.7%, bf16 97.8 / 97.6 / 97.4 / 93.9 / 79.3%.
+//                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
+//                (x stashed in shared memory).
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>

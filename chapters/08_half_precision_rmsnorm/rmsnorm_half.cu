@@ -75,19 +75,18 @@
 // must not alias x. rows <= 0 or cols <= 0: nothing to do. Rows past 8,192 packs
 // take the streaming path (x read twice), one block of 512 threads per row: fine
 // for many rows, slow for a handful of very long ones. Inputs must be finite with
-// a finite fp32 sum of squares (|x| below about 1e19). 196 kernels (the aligned ones
+// a finite fp32 sum of squares (|x| below about 1e19). 202 kernels (the aligned ones
 // twice, with and without the L2 policy on x: keep_x_in_l2): 16-20 s to compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
 // Measured:      % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB moved,
-//                rows of 128 to 16,384, 2026-11-23, code 7e666799adba. NVIDIA H200 (x with
-//                the L2 policy; copy ~3,950-4,090 GB/s; chapter notebook): fp16 96.4-100.5%,
-//                bf16 96.6-100.5%, fp32 97.3-99.7%. NVIDIA H100 (plain loads; copy
-//                ~2,845-2,970 GB/s; book/results/rmsnorm-h100.json): fp16 97.8-100.5%, bf16
-//                98.2-100.5%, fp32 98.3-101.0%.
-//                Longer rows: fp16/bf16 65,536 columns H200 86%, H100 95% (rounds spread 5-14%,
-//                see Fit::kWide); fp32 32,768 H200 91-93%, H100 97%; fp32 65,536 (streaming)
-//                H200 65% (H100 figures: code d7169b5, book/results/long-rows-h100.json).
+//                rows of 128 to 16,384, 2026-11-24, code e2de41d9490e. NVIDIA H200 (x with
+//                the L2 policy; copy ~3,950-4,050 GB/s; chapter notebook): fp16 95.6-100.2%,
+//                bf16 94.97-99.8% (769 columns just under 95%), fp32 97.8-101.2%. NVIDIA H100 (plain loads; copy
+//                ~2,855-2,965 GB/s; book/results/rmsnorm-h100.json): fp16 98.1-100.4%, bf16
+//                98.0-100.8%, fp32 98.8-100.3%.
+//                Longer rows, same runs: fp16/bf16 65,536 columns H200 81-82%, H100 95%; fp32
+//                32,768 H200 93%, H100 97%; fp32 65,536 (streaming) H200 66%, H100 67%.
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>

@@ -13,7 +13,11 @@ ones), so that no contender always follows the same one and writes into the
 output memory that one has just freed, as nearly all did when one fixed order
 was rotated. (No bias from it was found: three copies of one kernel measured
 within 0.5% of each other under either order, H200, 2026-11-23, five shapes, 50
-rounds.) Large cases (at least BIG_BYTES moved) run call by call; small ones are
+rounds. But two contenders timing one kernel have differed by up to 0.9% since,
+with intervals that excluded 1: in eager mode at 223,000 x 301 bf16 and, before
+GRAPH_CAPTURES, in graph mode, H200, 2026-11-24, 30-40 rounds. Where each one's
+output lies is the one thing such copies do not share, and a gap under about 1%
+between two contenders is not resolved by this bench.) Large cases (at least BIG_BYTES moved) run call by call; small ones are
 captured in a CUDA graph over rotating input sets (at most 256, each read once
 per replay) and replayed. Either way every timing starts after writing a buffer
 twice the L2's size. Graph replays once skipped that flush and relied on the
