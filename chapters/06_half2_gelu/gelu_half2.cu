@@ -481,7 +481,9 @@ cudaError_t launch_vector(const T* x, T* y, int64_t n, cudaStream_t stream) {
     //   blocks of 512 lost 1-2% in fp32, as did two packs in blocks of 256 (3-4%).
     //   Blocks of 128 instead of 256, two runs (40 and 60 rounds): 1 GiB erf form
     //   0.997 and 0.996, tanh 1.000; 256 MiB erf 0.997 and 0.993, tanh 0.995. Two of
-    //   those six intervals lie wholly below 1, none above: a small gain, kept.
+    //   those six intervals lie wholly below 1, none above: a gain no larger than two
+    //   contenders timing one kernel can differ by (kernelbook.bench), kept as it
+    //   never measured slower.
     switch (pack_shape(2 * n * static_cast<int64_t>(sizeof(T)), sizeof(T))) {
       case PackShape::kOneWide:
         return launch_vector_kernel<Op, T, BYTES, 1, kWideBlockBytes / BYTES>(x, y, n, head, stream);

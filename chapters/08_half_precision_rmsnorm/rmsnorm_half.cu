@@ -82,9 +82,9 @@
 // Measured:      % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB moved,
 //                rows of 128 to 16,384, 2026-11-24, code e2de41d9490e. NVIDIA H200 (x with
 //                the L2 policy; copy ~3,950-4,050 GB/s; chapter notebook): fp16 95.6-100.2%,
-//                bf16 94.97-99.8% (769 columns just under 95%), fp32 97.8-101.2%. NVIDIA H100 (plain loads; copy
-//                ~2,855-2,965 GB/s; book/results/rmsnorm-h100.json): fp16 98.1-100.4%, bf16
-//                98.0-100.8%, fp32 98.8-100.3%.
+//                bf16 94.97-99.8% (769 columns just under 95%), fp32 97.8-101.2%. NVIDIA
+//                H100 (plain loads; copy ~2,855-2,965 GB/s; book/results/rmsnorm-h100.json):
+//                fp16 98.1-100.4%, bf16 98.0-100.8%, fp32 98.8-100.3%.
 //                Longer rows, same runs: fp16/bf16 65,536 columns H200 81-82%, H100 95%; fp32
 //                32,768 H200 93%, H100 97%; fp32 65,536 (streaming) H200 66%, H100 67%.
 
@@ -880,14 +880,14 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
       // in blocks of 512. 256 MiB, 40 paired rounds, 512 columns: the time of 16
       // lanes of 4 packs in blocks of 256 (the shape before) over this one's, H100
       // fp16 1.007, bf16 1.006, H200 1.000, 1.002; torch.compile's over this one's,
-      // H100 0.999, 0.997 (ties; 0.992 and 0.992 against the old shape), H200
-      // 1.006, 1.003 (ties). On the H100, 32 lanes in blocks of 64 tied with 128,
-      // in blocks of 256 lost 1.0-1.2%, and 16 lanes in blocks of 128 lost 1.5%;
-      // 512-thread blocks at 512 columns lost 2.4%. 128 columns (9 to 16 packs),
-      // the 64-thread launch's time over the 512-thread one's, H100 fp16 1.011,
-      // bf16 1.016 (torch.compile 1.005, 1.007); on an H200 that shape lost 7-9%
-      // of a copy (256-thread blocks 3-5%), so it keeps 8 lanes of 2 packs in
-      // blocks of 64.
+      // H100 0.999, 0.997 (ties; 0.992 and 0.992 against the old shape; 0.998 and
+      // 0.995 in the H100 ladder at e2de41d9490e), H200 1.006, 1.003 (ties). On
+      // the H100, 32 lanes in blocks of 64 tied with 128, in blocks of 256 lost
+      // 1.0-1.2%, and 16 lanes in blocks of 128 lost 1.5%; 512-thread blocks at
+      // 512 columns lost 2.4%. 128 columns (9 to 16 packs), the 64-thread launch's
+      // time over the 512-thread one's, H100 fp16 1.011, bf16 1.016 (torch.compile
+      // 1.005, 1.007); on an H200 that shape lost 7-9% of a copy (256-thread blocks
+      // 3-5%), so it keeps 8 lanes of 2 packs in blocks of 64.
       if (many_aligned && g == 16)
         return launch_rows<T, 32, true, kKeepX, 128>((packs + 31) / 32, x, w, y, rows, cols, inv_cols, eps, s);
       if (many_aligned && packs > 8 && packs <= 16 && memory_kind().memory == Memory::kSlower) {

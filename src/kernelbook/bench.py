@@ -17,15 +17,16 @@ rounds. But two contenders timing one kernel have differed by up to 0.9% since,
 with intervals that excluded 1: in eager mode at 223,000 x 301 bf16 and, before
 GRAPH_CAPTURES, in graph mode, H200, 2026-11-24, 30-40 rounds. Where each one's
 output lies is the one thing such copies do not share, and a gap under about 1%
-between two contenders is not resolved by this bench.) Large cases (at least BIG_BYTES moved) run call by call; small ones are
-captured in a CUDA graph over rotating input sets (at most 256, each read once
-per replay) and replayed. Either way every timing starts after writing a buffer
-twice the L2's size. Graph replays once skipped that flush and relied on the
-sets exceeding 3x the L2, which the cap of 256 breaks for the smallest cases:
-256 sets of one row of 4,096 floats are 12 MiB, so each replay found part of
-them still in L2 from the contenders timed before it, more or less by the round's
-order. On an H100 that spread the copy's rounds by 17% and the stages' by up to
-37% (book/results/rmsnorm-h100.json, 1 x 4,096 fp32); on an H200 the copy's by
+between two contenders is not resolved by this bench.) Large cases (at least
+BIG_BYTES moved) run call by call; small ones are captured in a CUDA graph over
+rotating input sets (at most 256, each read once per replay) and replayed.
+Either way every timing starts after writing a buffer twice the L2's size.
+Graph replays once skipped that flush and relied on the sets exceeding 3x the
+L2, which the cap of 256 breaks for the smallest cases: 256 sets of one row of
+4,096 floats are 12 MiB, so each replay found part of them still in L2 from the
+contenders timed before it, more or less by the round's order. On an H100 that
+spread the copy's rounds by 17% and the stages' by up to 37%
+(book/results/rmsnorm-h100.json, 1 x 4,096 fp32); on an H200 the copy's by
 18-19%, against 1.2-1.3% flushed (2026-11-24, 30 rounds, two runs each way).
 
 Bandwidth counts the bytes an op must move: every input read once (weights
@@ -51,6 +52,7 @@ an H100; chapter 08 records the measurements.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import statistics
@@ -265,10 +267,10 @@ def _prepare(contender: Contender, mode: str, nbytes: int, warmup: int) -> tuple
         captures.append((graph, outputs))
         for _ in range(warmup):
             graph.replay()
-    turn = iter(range(2**62))
+    turn = itertools.cycle(captures)
 
     def replay():
-        graph, _ = captures[next(turn) % len(captures)]
+        graph, _ = next(turn)
         graph.replay()  # writes into its outputs, which `captures` keeps alive
 
     replay.captures = captures
