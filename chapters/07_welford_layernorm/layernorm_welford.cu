@@ -1286,7 +1286,12 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     128 halves, other lane shapes with the method fixed (H200, 256 MiB, two
 //     runs, % of a copy, 4 lanes x 4 at 64 registers: 96.4-96.7): 8 x 2 at 56
 //     registers 94.7-95.8; 16 x 1 at 32 (2,048 threads per SM) 93.2-94.0; 8 x 2
-//     held to 40 registers spills and takes 80-81.
+//     held to 40 registers spills and takes 80-81. Again on an H200 (2026-11-24,
+//     40 paired rounds, this shape's time over the other's): 8 x 2 0.985-0.986,
+//     16 x 1 0.88-0.89; 128 floats, 16 lanes x 2 against 8 x 4 0.990, against
+//     32 x 1 0.945. torch.compile (8 rows of 8 lanes x 2 vectors in 64 threads,
+//     two plain reductions) stayed 1.2-1.5% ahead at 16-bit 128 columns, 0.7% at
+//     fp32.
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
