@@ -61,11 +61,11 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c gelu_half2.cu
 // Measured:      pack kernel, % of the copy of x in the same rounds (kernelbook.bench), rows
-//                of 4,096 at 256 MiB / 1 GiB moved. NVIDIA H200, 2026-11-24, code 0788b9ddd627
-//                (two packs a thread, fp32 one in blocks of 128; copy ~3,930-3,950 / 4,200-4,210
-//                GB/s; chapter notebook): erf form fp16 98.0 / 99.2%, bf16 98.1 / 99.0%, fp32
-//                100.6 / 100.1%; tanh form fp16 99.8 / 99.0%, bf16 98.7 / 99.0%, fp32 101.1 /
-//                100.0%. NVIDIA H100, 2026-11-24, code dc1bf953b184 (one pack a thread in blocks
+//                of 4,096 at 256 MiB / 1 GiB moved. NVIDIA H200, 2026-11-24, code 6e0bff884767
+//                (two packs a thread, fp32 one in blocks of 128; copy ~3,910-3,935 / 4,205-4,210
+//                GB/s; chapter notebook): erf form fp16 98.8 / 99.1%, bf16 98.8 / 99.0%, fp32
+//                100.2 / 100.2%; tanh form fp16 100.4 / 99.3%, bf16 100.0 / 99.3%, fp32 100.4 /
+//                100.1%. NVIDIA H100, 2026-11-24, code dc1bf953b184 (one pack a thread in blocks
 //                of 512; copy ~2,845-2,880 / 2,990 GB/s; book/results/gelu-h100.json): 100.2-100.7%
 //                in every dtype and both forms.
 
