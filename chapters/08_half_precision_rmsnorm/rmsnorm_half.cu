@@ -75,7 +75,7 @@
 // must not alias x. rows <= 0 or cols <= 0: nothing to do. Rows past 8,192 packs
 // take the streaming path (x read twice), one block of 512 threads per row: fine
 // for many rows, slow for a handful of very long ones. Inputs must be finite with
-// a finite fp32 sum of squares (|x| below about 1e19). 202 kernels (the aligned ones
+// a finite fp32 sum of squares (|x| below about 1e19). 190 kernels (the aligned ones
 // twice, with and without the L2 policy on x: keep_x_in_l2): 16-20 s to compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
@@ -742,11 +742,20 @@ bool keep_x_in_l2(int64_t bytes_moved) {
 }
 
 
+// The rows kernel of one shape: G lanes a group, VPT packs a lane, THREADS a block.
+template <class T, int G, int VPT, bool kAligned, bool kKeepX, int THREADS>
+void launch_rows_shape(const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols, float eps,
+                       cudaStream_t s) {
+  constexpr int kRowsPerBlock = THREADS / G * kRowsAtOnce<T, kAligned>;
+  const unsigned grid = grid_for((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  rmsnorm_rows_kernel<T, G, VPT, kAligned, kKeepX, THREADS><<<grid, THREADS, 0, s>>>(x, w, y, rows, cols, inv_cols,
+                                                                                    eps);
+}
+
+// The rows kernel of G lanes for rows of `vpt` packs a lane.
 template <class T, int G, bool kAligned, bool kKeepX, int THREADS = kRowsBlockThreads<T, kAligned>>
 void launch_rows(int vpt, const T* x, const T* w, T* y, int64_t rows, int cols, float inv_cols, float eps,
                  cudaStream_t s) {
-  constexpr int kRowsPerBlock = THREADS / G * kRowsAtOnce<T, kAligned>;
-  const unsigned grid = grid_for((rows + kRowsPerBlock - 1) / kRowsPerBlock);
   if constexpr (sizeof(T) == 4 && G < 32) {
     // fp32 groups of 8 or 16 lanes hold at most 2 packs a lane (launch_in_registers);
     // their 3- and 4-pack kernels are not built (two rows of those spill).
@@ -757,25 +766,22 @@ void launch_rows(int vpt, const T* x, const T* w, T* y, int64_t rows, int cols, 
   }
   // Groups of 1 or 2 lanes hold rows of that many packs: one pack a lane, vpt 1.
   constexpr bool kMorePacks = G > 2;
+  constexpr bool kFourPacks = kMorePacks && (sizeof(T) != 4 || G == 32);
   switch (vpt) {
     case 1:
-      rmsnorm_rows_kernel<T, G, 1, kAligned, kKeepX, THREADS><<<grid, THREADS, 0, s>>>(x, w, y, rows, cols,
-                                                                                      inv_cols, eps);
+      launch_rows_shape<T, G, 1, kAligned, kKeepX, THREADS>(x, w, y, rows, cols, inv_cols, eps, s);
       break;
     case 2:
       if constexpr (kMorePacks)
-        rmsnorm_rows_kernel<T, G, 2, kAligned, kKeepX, THREADS><<<grid, THREADS, 0, s>>>(x, w, y, rows, cols,
-                                                                                        inv_cols, eps);
+        launch_rows_shape<T, G, 2, kAligned, kKeepX, THREADS>(x, w, y, rows, cols, inv_cols, eps, s);
       break;
     case 3:
-      if constexpr (kMorePacks && (sizeof(T) != 4 || G == 32))
-        rmsnorm_rows_kernel<T, G, 3, kAligned, kKeepX, THREADS><<<grid, THREADS, 0, s>>>(x, w, y, rows, cols,
-                                                                                        inv_cols, eps);
+      if constexpr (kFourPacks)
+        launch_rows_shape<T, G, 3, kAligned, kKeepX, THREADS>(x, w, y, rows, cols, inv_cols, eps, s);
       break;
     default:
-      if constexpr (kMorePacks && (sizeof(T) != 4 || G == 32))
-        rmsnorm_rows_kernel<T, G, 4, kAligned, kKeepX, THREADS><<<grid, THREADS, 0, s>>>(x, w, y, rows, cols,
-                                                                                        inv_cols, eps);
+      if constexpr (kFourPacks)
+        launch_rows_shape<T, G, 4, kAligned, kKeepX, THREADS>(x, w, y, rows, cols, inv_cols, eps, s);
       break;
   }
 }
@@ -816,11 +822,13 @@ void launch_block(int vpt, int threads, const T* x, const T* w, T* y, int64_t ro
     }
   }
   switch (vpt) {
-    case 1:  // few 16-bit rows only (launch_in_registers)
-      if constexpr (sizeof(T) == 2)
+    case 1:  // few 16-bit rows (launch_in_registers); not built for fp32, which takes 2 instead
+      if constexpr (sizeof(T) == 2) {
         rmsnorm_block_kernel<T, 1, kAligned, Fit::kTwo, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols,
                                                                                         inv_cols, eps);
-      break;
+        break;
+      }
+      [[fallthrough]];
     case 2:
       rmsnorm_block_kernel<T, 2, kAligned, Fit::kTwo, kKeepX><<<grid, threads, 0, s>>>(x, w, y, rows, cols,
                                                                                       inv_cols, eps);
@@ -888,15 +896,11 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
       // time over the 512-thread one's, H100 fp16 1.011, bf16 1.016 (torch.compile
       // 1.005, 1.007); on an H200 that shape lost 7-9% of a copy (256-thread blocks
       // 3-5%), so it keeps 8 lanes of 2 packs in blocks of 64.
-      if (many_aligned && g == 16)
-        return launch_rows<T, 32, true, kKeepX, 128>((packs + 31) / 32, x, w, y, rows, cols, inv_cols, eps, s);
-      if (many_aligned && packs > 8 && packs <= 16 && memory_kind().memory == Memory::kSlower) {
-        constexpr int kThreads = 512, kRowsPerBlock = kThreads / 16;
-        const unsigned grid = grid_for((rows + kRowsPerBlock - 1) / kRowsPerBlock);
-        rmsnorm_rows_kernel<T, 16, 1, true, kKeepX, kThreads><<<grid, kThreads, 0, s>>>(x, w, y, rows, cols, inv_cols,
-                                                                                       eps);
-        return;
-      }
+      // (One shape each, launched directly: launch_rows would build every packs-a-lane count.)
+      if (many_aligned && g == 16)  // 33 to 64 packs: 2 packs a lane
+        return launch_rows_shape<T, 32, 2, true, kKeepX, 128>(x, w, y, rows, cols, inv_cols, eps, s);
+      if (many_aligned && packs > 8 && packs <= 16 && memory_kind().memory == Memory::kSlower)
+        return launch_rows_shape<T, 16, 1, true, kKeepX, 512>(x, w, y, rows, cols, inv_cols, eps, s);
     }
     if constexpr (kAligned) {
       if (g == 1) return launch_rows<T, 1, true, kKeepX>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
