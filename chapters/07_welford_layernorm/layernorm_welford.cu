@@ -62,7 +62,8 @@
 //     threads.
 //   * <= 128 vectors (fp32 <= 512, fp16/bf16 <= 1,024 columns): 1 to 32 lanes
 //     per row, several rows per warp and per 64-thread block; the statistics
-//     are merged with shuffles alone, no shared memory and no barrier.
+//     are merged with shuffles alone, no shared memory and no barrier. Many
+//     16-bit rows of 128 to 512 halves with weight and bias load those with x.
 //   * <= 4,096 vectors (fp32 <= 16,384, fp16/bf16 <= 32,768 columns; 16,384 on
 //     the scalar path): one block per row, 64 to 512 threads holding 4 or 8
 //     vectors each (launch_rows has the table and why); the row stays in
@@ -119,6 +120,8 @@ constexpr int kMaxGrid = 65535;                 // blocks loop over the rows bey
 constexpr int64_t kManyRows = 2048;             // "many rows": see launch_rows
 constexpr int64_t kFewRows = 256;               // "few rows": see launch_rows
 constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on the short-row path
+// layernorm_affine_rows_kernel: 40 registers a thread, no spill, 24 blocks of 64 per SM.
+constexpr int kAffineRowsBlocksPerSm = 24;
 constexpr unsigned kFullMask = 0xffffffffu;
 
 // ---- element conversions: intrinsics only (torch builds with the half operators off)
@@ -769,6 +772,51 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
   }
 }
 
+// Many aligned 16-bit rows of 16, 32 or 64 vectors (128, 256 or 512 halves) with
+// weight and bias both given: G = 8, 16 or 32 lanes a row, 2 vectors a lane, and
+// each lane loads its weight and bias vectors together with its x, so the row
+// waits on memory once. They are the same columns in every row, mostly L1 hits.
+// Each group has one row (no grid loop) and the kernel fits in 40 registers, 24
+// blocks per SM. The warp kernel above with this shape and early weight and bias
+// spilled 40-136 bytes at 40 registers (it carries the peeled, partial-row and
+// absent-weight cases), and at 64 registers it lost to its 4 x 4 late-weight
+// shape. 256 MiB, 40 paired rounds, the warp kernel's time over this one's (fp16,
+// bf16), H200 / H100: 128 halves 1.013, 1.013 / 1.010, 1.010; 256 1.011, 1.010 /
+// 1.012, 1.010; 512 1.013, 1.011 / 1.006, 1.004. Against torch.compile, same rounds,
+// H100: 128 halves 0.997 and 0.994 (1.4% and 1.1% behind with the warp kernel),
+// 256 and 512 0.998-1.000. Not taken: 1,024 halves (32 x 4 at 64 registers,
+// 0.998 and 1.003 / 1.003 and 0.995) and fp32 rows of 128, 256, 512 floats
+// (16 or 32 x 2, 0.995-1.003 on both GPUs): ties.
+template <typename T, int G, int METHOD>
+__global__ void __launch_bounds__(kWarpPathThreads, kAffineRowsBlocksPerSm)
+layernorm_affine_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                             T* __restrict__ y, int64_t rows, float inv_cols, float eps) {
+  constexpr int N = 16 / sizeof(T), kVpt = 2;
+  constexpr int64_t kCols = G * kVpt * N;
+  using P = Pack<T, N>;
+  const int t = threadIdx.x % G;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (kWarpPathThreads / G) + threadIdx.x / G;
+  const bool live = row < rows;
+  const int64_t start = (live ? row : 0) * kCols;  // a group past the last row reads row 0
+  const P* xv = reinterpret_cast<const P*>(x + start) + t;
+  P v[kVpt], w[kVpt], b[kVpt];
+#pragma unroll
+  for (int k = 0; k < kVpt; ++k) v[k] = load_vec(xv + k * G);
+#pragma unroll
+  for (int k = 0; k < kVpt; ++k) {
+    w[k] = load_vec(reinterpret_cast<const P*>(weight) + t + k * G);
+    b[k] = load_vec(reinterpret_cast<const P*>(bias) + t + k * G);
+  }
+  const float shift = METHOD == 2 ? 0.0f : to_float(x[start]);  // "Shift" above
+  GroupReduce<G> red;
+  const Norm n = row_stats(METHOD, v, kVpt, false, 0.0f, shift, static_cast<float>(kCols), inv_cols, eps, true, red);
+  if (live) {
+    P* yv = reinterpret_cast<P*>(y + start) + t;
+#pragma unroll
+    for (int k = 0; k < kVpt; ++k) store_vec(yv + k * G, normalize_pack<T>(v[k], n, w[k], b[k]));
+  }
+}
+
 // Register budget of the block path: 64 registers a thread (two 512-thread
 // blocks, or more smaller ones, per SM); 128 for the scalar path's 32-element
 // slices, which would spill in 64. Asking for this occupancy also keeps ptxas
@@ -1165,6 +1213,26 @@ cudaError_t launch_warp(const Launch<T>& l) {
   return cudaGetLastError();
 }
 
+// Many aligned 16-bit rows of 2 * G vectors with weight and bias (see the kernel).
+// The grid has a block per 64 / G rows: more than gridDim.x allows goes to the
+// warp kernel, which loops.
+template <typename T, int G>
+bool launch_affine_rows(const Launch<T>& l, cudaError_t& err) {
+  constexpr int64_t kRowsPerBlock = kWarpPathThreads / G;
+  const int64_t blocks = (l.rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  if (blocks > 0x7fffffff) return false;
+  const auto run = [&](auto m) {
+    layernorm_affine_rows_kernel<T, G, decltype(m)::value>
+        <<<static_cast<unsigned>(blocks), kWarpPathThreads, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.rows,
+                                                                             l.inv_cols, l.eps);
+    err = cudaGetLastError();
+    return true;
+  };
+  if (l.method == 0) return run(std::integral_constant<int, 0>{});
+  if (l.method == 1) return run(std::integral_constant<int, 1>{});
+  return run(std::integral_constant<int, 2>{});
+}
+
 // FEW: a few-rows launch (see launch_rows): the method fixed at compile time and
 // weight and bias loaded with the row.
 template <typename T, int N, bool PEEL, int THREADS, int VPT, bool FEW = false>
@@ -1278,6 +1346,8 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     128-float row: 16 lanes x 2 float4; a 512-float or 1,024-half row: 32 x 4.
 //     Many aligned rows of 1 to 4 vectors go to one lane (1 or 2 vectors) or
 //     two (3 or 4 vectors, 2 each): with 4 lanes most of them held nothing.
+//     Many aligned 16-bit rows of 128, 256 or 512 halves with weight and bias:
+//     8, 16 or 32 lanes x 2 in layernorm_affine_rows_kernel (numbers there).
 //     H200, 256 MiB, % of a copy in the same rounds, 4 lanes -> this
 //     (torch.compile): 8 halves 20 -> 93 (99), 16 halves 37-38 -> 97 (99-100),
 //     32 halves 64-67 -> 96-98 (99), 8 floats 55 -> 97 (99), 16 floats 86 -> 99
@@ -1361,6 +1431,14 @@ cudaError_t launch_rows(const Launch<T>& l) {
       if (nvec <= 512) return launch_block<T, N, PEEL, 512, 1, true>(l);
       if (nvec <= 1024) return launch_block<T, N, PEEL, 512, 2, true>(l);
       if (nvec <= 2048 && l.rows <= sm_count()) return launch_block<T, N, PEEL, 1024, 2, true>(l);
+    }
+  }
+  if constexpr (!PEEL && N == 8) {  // many 16-bit rows of 128, 256 or 512 halves: see launch_affine_rows
+    if (l.rows > kFewRows && l.weight != nullptr && l.bias != nullptr) {
+      cudaError_t err = cudaSuccess;
+      if (nvec == 16 && launch_affine_rows<T, 8>(l, err)) return err;
+      if (nvec == 32 && launch_affine_rows<T, 16>(l, err)) return err;
+      if (nvec == 64 && launch_affine_rows<T, 32>(l, err)) return err;
     }
   }
   if constexpr (!PEEL) {  // the peeled path needs 16 lanes for a row's head and tail
