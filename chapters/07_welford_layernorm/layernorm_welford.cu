@@ -90,13 +90,13 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved, 2026-11-24. NVIDIA H100 (code dc1bf953b184; copy ~2,845-2,975 GB/s;
+//                moved, 2026-11-24, code 588864fa5e69. NVIDIA H100 (copy ~2,850-2,970 GB/s;
 //                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
-//                65,536: fp32 99.5 / 99.3 / 100.1 / 99.1 / 96.3 / 68.3%, fp16 98.8 / 98.9 / 99.6 /
-//                99.7 / 97.1 / 91.2%, bf16 99.1 / 99.2 / 99.8 / 99.9 / 97.5 / 90.1%. NVIDIA H200
-//                (code e2de41d9490e; copy ~3,910-4,035 GB/s; chapter notebook), rows of 128 /
-//                1,024 / 4,096 / 16,384 / 65,536: fp32 98.6 / 97.7 / 97.8 / 92.8 / 62.5%, fp16
-//                97.5 / 97.9 / 96.5 / 95.1 / 78.7%, bf16 97.8 / 97.6 / 97.4 / 93.9 / 79.3%.
+//                65,536: fp32 99.5 / 99.3 / 100.2 / 99.5 / 96.6 / 68.0%, fp16 99.5 / 98.8 / 99.8 /
+//                99.8 / 97.6 / 90.8%, bf16 99.8 / 99.4 / 99.7 / 100.2 / 97.1 / 89.4%. NVIDIA H200
+//                (copy ~3,950-4,060 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384
+//                / 65,536: fp32 99.0 / 99.2 / 98.9 / 93.6 / 62.7%, fp16 98.0 / 97.6 / 96.4 / 94.7
+//                / 78.1%, bf16 97.6 / 96.3 / 96.4 / 94.2 / 78.9%.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 
