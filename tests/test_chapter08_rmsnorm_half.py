@@ -74,6 +74,17 @@ def test_many_rows_of_9_to_64_packs(ops, dtype):
             check_into_nan_out(ops, rows, packs * 8, dtype)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_many_peeled_rows_of_65_to_128_packs(ops, dtype):
+    # More than 256 16-bit rows of an odd length, so that rows start off a 16-byte
+    # boundary (peeled: a head and a tail element-wise), of 65 to 128 whole packs:
+    # 32 lanes in blocks of 128. Packs a lane from 3 to 4, row counts that leave the
+    # last block part full (4 rows a block).
+    for cols in (521, 769, 1023, 1031):
+        for rows in (257, 4099, 4102):
+            check_into_nan_out(ops, rows, cols, dtype)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_few_rows_of_17_to_128_packs(ops, dtype):
     # At most 256 aligned rows of 17 to 128 packs: fp32 takes one block a row of 2

@@ -43,7 +43,8 @@
 //     1 or 2 (a pack a lane) for rows of 1 or 2 packs and 4 for up to 8 packs.
 //     64 threads, 64 / G rows per block; shuffle reduction within the G lanes.
 //     Many aligned 16-bit rows of 33 to 64 packs: 32 lanes in blocks of 128 (on an
-//     H100 also 9 to 16 packs: 16 lanes of one pack in blocks of 512).
+//     H100 also 9 to 16 packs: 16 lanes of one pack in blocks of 512); many peeled
+//     16-bit rows of 65 to 128 packs: 32 lanes in blocks of 128.
 //     Aligned fp32 rows: 32-thread blocks, each group of G lanes taking two rows
 //     at once. A few (<= 256) such rows of 17 to 128 packs take the next path
 //     instead, a block per row: the launch is one wave, and its time is latency.
@@ -75,7 +76,7 @@
 // must not alias x. rows <= 0 or cols <= 0: nothing to do. Rows past 8,192 packs
 // take the streaming path (x read twice), one block of 512 threads per row: fine
 // for many rows, slow for a handful of very long ones. Inputs must be finite with
-// a finite fp32 sum of squares (|x| below about 1e19). 190 kernels (the aligned ones
+// a finite fp32 sum of squares (|x| below about 1e19). 198 kernels (the aligned ones
 // twice, with and without the L2 policy on x: keep_x_in_l2): 16-20 s to compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
@@ -478,8 +479,9 @@ __device__ __forceinline__ void normalize_rows(const T* __restrict__ x, const ui
 // finer grain than a 256-thread one, so fewer thread slots sit idle while the
 // last rows of a block finish (H200, 256 MiB, % of a copy with 64 against 256
 // threads in the same rounds: fp32 128 columns 99.1 / 97.2, 512 columns 99.5 /
-// 98.1; bf16 769 columns 96.0 / 95.2). Many aligned 16-bit rows in groups of 16
-// lanes are the exception (see launch_in_registers). Threads per SM asked for,
+// 98.1; bf16 769 columns 96.0 / 95.2). Exceptions (see launch_in_registers): many
+// aligned 16-bit rows in groups of 16 lanes, and many peeled 16-bit rows of 32
+// lanes, in blocks of 128. Threads per SM asked for,
 // and the registers that leaves a thread: 1,024 (64) for up to 3 packs a lane,
 // 768 (80) for 4.
 // Aligned fp32 rows go two at a time per group (normalize_rows), in blocks of
@@ -906,6 +908,16 @@ void launch_in_registers(const T* x, const T* w, T* y, int64_t rows, int cols, f
       if (g == 1) return launch_rows<T, 1, true, kKeepX>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
       if (g == 2) return launch_rows<T, 2, true, kKeepX>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
       if (g == 4) return launch_rows<T, 4, true, kKeepX>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
+    }
+    if constexpr (!kAligned && sizeof(T) == 2) {
+      // Many peeled 16-bit rows of 65 to 128 packs (32 lanes) run in blocks of 128.
+      // 256 MiB, 50 paired rounds, the time of 64-thread blocks over this one's:
+      // H200 bf16 769 columns 1.005 and 1.011 (two cases in one run), fp16 769
+      // 1.006, bf16 1,023 1.008; H100 0.998-0.999 (ties). Blocks of 256: H200
+      // 0.986-0.996, H100 0.998-1.003. The same probe a session before: bf16 769
+      // 1.014, fp16 769 0.999.
+      if (g == 32 && rows > kFewRows)
+        return launch_rows<T, 32, false, kKeepX, 128>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
     }
     if (g == 8) launch_rows<T, 8, kAligned, kKeepX>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
     else if (g == 16) launch_rows<T, 16, kAligned, kKeepX>(vpt, x, w, y, rows, cols, inv_cols, eps, s);
