@@ -81,13 +81,13 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
 // Measured:      % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB moved,
-//                rows of 128 to 16,384, 2026-11-24, code e2de41d9490e. NVIDIA H200 (x with
-//                the L2 policy; copy ~3,950-4,050 GB/s; chapter notebook): fp16 95.6-100.2%,
-//                bf16 94.97-99.8% (769 columns just under 95%), fp32 97.8-101.2%. NVIDIA
+//                rows of 128 to 16,384, 2026-11-24, code 208850f2aad9. NVIDIA H200 (x with
+//                the L2 policy; copy ~3,980-4,080 GB/s; chapter notebook): fp16 95.4-101.2%,
+//                bf16 95.2-100.0%, fp32 96.8-99.2% (5,125 columns lowest in 16 bits). NVIDIA
 //                H100 (plain loads; copy ~2,855-2,965 GB/s; book/results/rmsnorm-h100.json):
-//                fp16 98.1-100.4%, bf16 98.0-100.8%, fp32 98.8-100.3%.
-//                Longer rows, same runs: fp16/bf16 65,536 columns H200 81-82%, H100 95%; fp32
-//                32,768 H200 93%, H100 97%; fp32 65,536 (streaming) H200 66%, H100 67%.
+//                fp16 98.2-100.7%, bf16 98.0-101.0%, fp32 98.9-100.4%.
+//                Longer rows, same runs: fp16/bf16 65,536 columns H200 81-82%, H100 95-96%;
+//                fp32 32,768 H200 92%, H100 97%; fp32 65,536 (streaming) H200 65%, H100 67%.
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
