@@ -164,18 +164,20 @@ def test_many_rows_of_a_few_vectors(ops, method, dtype):
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_many_short_rows_with_weight_and_bias(ops, method, dtype):
-    # More than 256 aligned 16-bit rows of 128, 256 or 512 halves with weight and
-    # bias take a kernel of their own (layernorm_affine_rows_kernel: 8, 16 or 32
-    # lanes x 2 vectors, weight and bias loaded with x, no grid loop). Row counts
-    # that leave the last block part full, lengths around them (other kernels), a
-    # NaN row; weight and bias both, one, or none; out filled with NaN. fp32 rows
-    # of the same lengths take the warp kernel.
-    for cols in (64, 128, 136, 256, 512, 1024):
-        for rows in (257, 4099, 70001):
-            x = spread_rows(rows, cols, dtype, method)
-            x[rows // 3, cols // 2] = float("nan")
-            check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}", nan_row=rows // 3)
+def test_many_rows_with_weight_and_bias_loaded_early(ops, method, dtype):
+    # More than 256 aligned rows with weight and bias take, at some lengths, kernels
+    # that load those with x (affine_row): 16-bit rows of 128, 256, 512 halves
+    # (groups of 8 to 32 lanes, no grid loop), 1,024, 2,048 and 16,384 halves, and
+    # fp32 rows of 1,024, 8,192 and 16,384 floats (a block a row). Row counts that
+    # leave the last block part full, lengths around them (other kernels), a NaN
+    # row; weight and bias both, one, or none; out filled with NaN.
+    for cols, counts in (((64, 128, 136, 256, 512, 1024, 2048), (257, 4099, 70001)),
+                         ((4096, 8192, 16384), (257, 1001))):
+        for c in cols:
+            for rows in counts:
+                x = spread_rows(rows, c, dtype, method)
+                x[rows // 3, c // 2] = float("nan")
+                check_weight_and_bias_cases(ops, x, method, f"{rows} x {c}", nan_row=rows // 3)
 
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])

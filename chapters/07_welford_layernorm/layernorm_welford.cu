@@ -62,8 +62,7 @@
 //     threads.
 //   * <= 128 vectors (fp32 <= 512, fp16/bf16 <= 1,024 columns): 1 to 32 lanes
 //     per row, several rows per warp and per 64-thread block; the statistics
-//     are merged with shuffles alone, no shared memory and no barrier. Many
-//     16-bit rows of 128 to 512 halves with weight and bias load those with x.
+//     are merged with shuffles alone, no shared memory and no barrier.
 //   * <= 4,096 vectors (fp32 <= 16,384, fp16/bf16 <= 32,768 columns; 16,384 on
 //     the scalar path): one block per row, 64 to 512 threads holding 4 or 8
 //     vectors each (launch_rows has the table and why); the row stays in
@@ -72,6 +71,9 @@
 //     they stay in L2, and they hold no registers across it. Many rows of up
 //     to 2,048 aligned vectors go two to a block, and the two rows share each
 //     weight and bias load.
+//   * many aligned rows with weight and bias at some lengths (128 to 2,048 and
+//     16,384 halves; 1,024, 8,192 and 16,384 floats) take kernels that load
+//     weight and bias together with x and fit the row exactly (affine_row).
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
 //   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
@@ -120,8 +122,11 @@ constexpr int kMaxGrid = 65535;                 // blocks loop over the rows bey
 constexpr int64_t kManyRows = 2048;             // "many rows": see launch_rows
 constexpr int64_t kFewRows = 256;               // "few rows": see launch_rows
 constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on the short-row path
-// layernorm_affine_rows_kernel: 40 registers a thread, no spill, 24 blocks of 64 per SM.
-constexpr int kAffineRowsBlocksPerSm = 24;
+// The weight-and-bias-early kernels (layernorm_affine_rows_kernel and _block_kernel):
+// blocks per SM for VPT vectors a thread. 2 vectors: 1,536 threads at 40 registers;
+// 4: 1,024 at 64; 8: 512 at up to 128 (no spill in any of them).
+template <int THREADS, int VPT>
+constexpr int kAffineBlocksPerSm = (VPT <= 2 ? 1536 : VPT == 4 ? 1024 : 512) / THREADS;
 constexpr unsigned kFullMask = 0xffffffffu;
 
 // ---- element conversions: intrinsics only (torch builds with the half operators off)
@@ -772,49 +777,81 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
   }
 }
 
-// Many aligned 16-bit rows of 16, 32 or 64 vectors (128, 256 or 512 halves) with
-// weight and bias both given: G = 8, 16 or 32 lanes a row, 2 vectors a lane, and
-// each lane loads its weight and bias vectors together with its x, so the row
-// waits on memory once. They are the same columns in every row, mostly L1 hits.
-// Each group has one row (no grid loop) and the kernel fits in 40 registers, 24
-// blocks per SM. The warp kernel above with this shape and early weight and bias
-// spilled 40-136 bytes at 40 registers (it carries the peeled, partial-row and
-// absent-weight cases), and at 64 registers it lost to its 4 x 4 late-weight
-// shape. 256 MiB, 40 paired rounds, the warp kernel's time over this one's (fp16,
-// bf16), H200 / H100: 128 halves 1.013, 1.013 / 1.010, 1.010; 256 1.011, 1.010 /
-// 1.012, 1.010; 512 1.013, 1.011 / 1.006, 1.004. Against torch.compile, same rounds,
-// H100: 128 halves 0.997 and 0.994 (1.4% and 1.1% behind with the warp kernel),
-// 256 and 512 0.998-1.000. Not taken: 1,024 halves (32 x 4 at 64 registers,
-// 0.998 and 1.003 / 1.003 and 0.995) and fp32 rows of 128, 256, 512 floats
-// (16 or 32 x 2, 0.995-1.003 on both GPUs): ties.
-template <typename T, int G, int METHOD>
-__global__ void __launch_bounds__(kWarpPathThreads, kAffineRowsBlocksPerSm)
-layernorm_affine_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
-                             T* __restrict__ y, int64_t rows, float inv_cols, float eps) {
-  constexpr int N = 16 / sizeof(T), kVpt = 2;
-  constexpr int64_t kCols = G * kVpt * N;
+// Many aligned rows with weight and bias both given, of the lengths where it measured
+// faster (launch_rows picks them): each thread loads its x vectors and the matching weight
+// and bias vectors at once, so the row waits on memory once (they are the same
+// columns in every row, mostly L1 hits), and each row is exactly its threads x VPT
+// vectors, so nothing is tested per slot and nothing loops. The warp and block
+// kernels above load weight and bias after the reduction, to hold fewer registers
+// across it; these hold them and ask for fewer threads per SM instead
+// (kAffineBlocksPerSm). The warp kernel with 8 x 2 and early weight and bias spilled
+// 40-136 bytes at 40 registers (it carries the peeled, partial-row and
+// absent-weight cases); at 64 it lost to its 4 x 4 late-weight shape.
+//   layernorm_affine_rows_kernel: 16-bit rows of 16, 32 or 64 vectors (128, 256,
+//     512 halves), G = 8, 16 or 32 lanes x 2 a row, 64-thread blocks.
+//   layernorm_affine_block_kernel: a row per block. 16-bit rows of 1,024 halves
+//     (64 x 2), 2,048 (128 x 2) and 16,384 (512 x 4); fp32 rows of 1,024 floats
+//     (128 x 2), 8,192 (512 x 4) and 16,384 (512 x 8, one block per SM).
+// 256 MiB, 40 paired rounds, the time of the kernel taken before over this one's
+// (fp16, bf16; fp32), H200 / H100:
+//   128 halves 1.013, 1.013 / 1.010, 1.010; 256: 1.011, 1.010 / 1.012, 1.010;
+//   512: 1.013, 1.011 / 1.006, 1.004 (warp kernel, 4 lanes x 4 to 16 x 4).
+//   1,024 halves 1.012, 1.026 (1.024 and 1.016 in two more runs) / 1.007, 1.001;
+//   2,048: 1.014, 1.038 / 1.006, 1.006; 16,384 halves 0.998, 1.031 / 1.013, 1.019
+//   (warp kernel 32 x 4; block 64 x 4; row pairs of 512 x 4, late weight).
+//   1,024 floats 1.017 / 1.001; 8,192 floats 1.017 / 1.003; 16,384 floats 1.012 /
+//   1.021 (block 64 x 4; 512 x 4 at 40 registers, three per SM; 512 x 8).
+// Not taken (ties, or a loss on one GPU): 4,096 halves 256 x 2 (H200 1.009, H100
+// 0.985), 8,192 halves 256 x 4 (1.006 / 0.988), 4,096 floats 256 x 4 (1.007 /
+// 0.991), 128 and 512 floats (0.995-1.008 / 0.997-1.001), 1,024 halves in 128 x 1
+// (0.93-0.96 / 1.01-1.015), 16,384 halves in 1,024 x 2 (0.75 / 0.89), and R rows a
+// group sharing one weight load (128 columns, 2 to 8 rows: 0.64-1.0, H100).
+template <int METHOD, int VPT, int STRIDE, typename T, typename Reduce>
+__device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __restrict__ weight,
+                                           const T* __restrict__ bias, T* __restrict__ y, int64_t start, int t,
+                                           bool live, float cols, float inv_cols, float eps, Reduce& red) {
+  constexpr int N = 16 / sizeof(T);
   using P = Pack<T, N>;
-  const int t = threadIdx.x % G;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * (kWarpPathThreads / G) + threadIdx.x / G;
-  const bool live = row < rows;
-  const int64_t start = (live ? row : 0) * kCols;  // a group past the last row reads row 0
   const P* xv = reinterpret_cast<const P*>(x + start) + t;
-  P v[kVpt], w[kVpt], b[kVpt];
+  P v[VPT], w[VPT], b[VPT];
 #pragma unroll
-  for (int k = 0; k < kVpt; ++k) v[k] = load_vec(xv + k * G);
+  for (int k = 0; k < VPT; ++k) v[k] = load_vec(xv + k * STRIDE);
 #pragma unroll
-  for (int k = 0; k < kVpt; ++k) {
-    w[k] = load_vec(reinterpret_cast<const P*>(weight) + t + k * G);
-    b[k] = load_vec(reinterpret_cast<const P*>(bias) + t + k * G);
+  for (int k = 0; k < VPT; ++k) {
+    w[k] = load_vec(reinterpret_cast<const P*>(weight) + t + k * STRIDE);
+    b[k] = load_vec(reinterpret_cast<const P*>(bias) + t + k * STRIDE);
   }
   const float shift = METHOD == 2 ? 0.0f : to_float(x[start]);  // "Shift" above
-  GroupReduce<G> red;
-  const Norm n = row_stats(METHOD, v, kVpt, false, 0.0f, shift, static_cast<float>(kCols), inv_cols, eps, true, red);
+  const Norm n = row_stats(METHOD, v, VPT, false, 0.0f, shift, cols, inv_cols, eps, true, red);
   if (live) {
     P* yv = reinterpret_cast<P*>(y + start) + t;
 #pragma unroll
-    for (int k = 0; k < kVpt; ++k) store_vec(yv + k * G, normalize_pack<T>(v[k], n, w[k], b[k]));
+    for (int k = 0; k < VPT; ++k) store_vec(yv + k * STRIDE, normalize_pack<T>(v[k], n, w[k], b[k]));
   }
+}
+
+template <typename T, int G, int METHOD>
+__global__ void __launch_bounds__(kWarpPathThreads, (kAffineBlocksPerSm<kWarpPathThreads, 2>))
+layernorm_affine_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                             T* __restrict__ y, int64_t rows, float inv_cols, float eps) {
+  constexpr int64_t kCols = G * 2 * (16 / sizeof(T));
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (kWarpPathThreads / G) + threadIdx.x / G;
+  const bool live = row < rows;  // a group past the last row reads row 0
+  GroupReduce<G> red;
+  affine_row<METHOD, 2, G>(x, weight, bias, y, (live ? row : 0) * kCols, threadIdx.x % G, live,
+                           static_cast<float>(kCols), inv_cols, eps, red);
+}
+
+template <typename T, int THREADS, int VPT, int METHOD>
+__global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<THREADS, VPT>))
+layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                              T* __restrict__ y, float inv_cols, float eps) {
+  constexpr int kWarps = THREADS / 32;
+  constexpr int64_t kCols = static_cast<int64_t>(THREADS) * VPT * (16 / sizeof(T));
+  __shared__ float slots[2][3][kWarps];
+  BlockReduce<kWarps> red{slots, 0};
+  affine_row<METHOD, VPT, THREADS>(x, weight, bias, y, static_cast<int64_t>(blockIdx.x) * kCols, threadIdx.x, true,
+                                   static_cast<float>(kCols), inv_cols, eps, red);
 }
 
 // Register budget of the block path: 64 registers a thread (two 512-thread
@@ -1213,18 +1250,25 @@ cudaError_t launch_warp(const Launch<T>& l) {
   return cudaGetLastError();
 }
 
-// Many aligned 16-bit rows of 2 * G vectors with weight and bias (see the kernel).
-// The grid has a block per 64 / G rows: more than gridDim.x allows goes to the
-// warp kernel, which loops.
-template <typename T, int G>
-bool launch_affine_rows(const Launch<T>& l, cudaError_t& err) {
-  constexpr int64_t kRowsPerBlock = kWarpPathThreads / G;
+// One of the weight-and-bias-early kernels: G lanes a row (G < 64, 2 vectors a
+// lane) or, from G = 64, a block of G threads x VPT a row. Returns false, launching
+// nothing, where the grid would need more blocks than gridDim.x allows (the other
+// kernels loop over rows).
+template <typename T, int G, int VPT = 2>
+bool launch_affine(const Launch<T>& l, cudaError_t& err) {
+  constexpr int64_t kRowsPerBlock = G < 64 ? kWarpPathThreads / G : 1;
   const int64_t blocks = (l.rows + kRowsPerBlock - 1) / kRowsPerBlock;
   if (blocks > 0x7fffffff) return false;
+  const auto grid = static_cast<unsigned>(blocks);
   const auto run = [&](auto m) {
-    layernorm_affine_rows_kernel<T, G, decltype(m)::value>
-        <<<static_cast<unsigned>(blocks), kWarpPathThreads, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.rows,
-                                                                             l.inv_cols, l.eps);
+    constexpr int M = decltype(m)::value;
+    if constexpr (G < 64) {
+      layernorm_affine_rows_kernel<T, G, M><<<grid, kWarpPathThreads, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.rows,
+                                                                                     l.inv_cols, l.eps);
+    } else {
+      layernorm_affine_block_kernel<T, G, VPT, M><<<grid, G, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.inv_cols,
+                                                                            l.eps);
+    }
     err = cudaGetLastError();
     return true;
   };
@@ -1346,8 +1390,9 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     128-float row: 16 lanes x 2 float4; a 512-float or 1,024-half row: 32 x 4.
 //     Many aligned rows of 1 to 4 vectors go to one lane (1 or 2 vectors) or
 //     two (3 or 4 vectors, 2 each): with 4 lanes most of them held nothing.
-//     Many aligned 16-bit rows of 128, 256 or 512 halves with weight and bias:
-//     8, 16 or 32 lanes x 2 in layernorm_affine_rows_kernel (numbers there).
+//   Many aligned rows with weight and bias, of 128 to 2,048 or 16,384 halves, or
+//   1,024, 8,192 or 16,384 floats: x, weight and bias loaded at once (affine_row
+//   has the lengths and the numbers), before any of the cases below.
 //     H200, 256 MiB, % of a copy in the same rounds, 4 lanes -> this
 //     (torch.compile): 8 halves 20 -> 93 (99), 16 halves 37-38 -> 97 (99-100),
 //     32 halves 64-67 -> 96-98 (99), 8 floats 55 -> 97 (99), 16 floats 86 -> 99
@@ -1433,12 +1478,21 @@ cudaError_t launch_rows(const Launch<T>& l) {
       if (nvec <= 2048 && l.rows <= sm_count()) return launch_block<T, N, PEEL, 1024, 2, true>(l);
     }
   }
-  if constexpr (!PEEL && N == 8) {  // many 16-bit rows of 128, 256 or 512 halves: see launch_affine_rows
+  if constexpr (!PEEL && N > 1) {  // many rows with weight and bias, of these lengths: see affine_row
     if (l.rows > kFewRows && l.weight != nullptr && l.bias != nullptr) {
       cudaError_t err = cudaSuccess;
-      if (nvec == 16 && launch_affine_rows<T, 8>(l, err)) return err;
-      if (nvec == 32 && launch_affine_rows<T, 16>(l, err)) return err;
-      if (nvec == 64 && launch_affine_rows<T, 32>(l, err)) return err;
+      if constexpr (N == 8) {
+        if (nvec == 16 && launch_affine<T, 8>(l, err)) return err;
+        if (nvec == 32 && launch_affine<T, 16>(l, err)) return err;
+        if (nvec == 64 && launch_affine<T, 32>(l, err)) return err;
+        if (nvec == 128 && launch_affine<T, 64>(l, err)) return err;
+        if (nvec == 256 && launch_affine<T, 128>(l, err)) return err;
+        if (nvec == 2048 && launch_affine<T, 512, 4>(l, err)) return err;
+      } else {
+        if (nvec == 256 && launch_affine<T, 128>(l, err)) return err;
+        if (nvec == 2048 && launch_affine<T, 512, 4>(l, err)) return err;
+        if (nvec == 4096 && launch_affine<T, 512, 8>(l, err)) return err;
+      }
     }
   }
   if constexpr (!PEEL) {  // the peeled path needs 16 lanes for a row's head and tail
