@@ -92,13 +92,13 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved, 2026-11-24, code 588864fa5e69. NVIDIA H100 (copy ~2,850-2,970 GB/s;
+//                moved, 2026-11-24, code e7ceda6d4bc6. NVIDIA H100 (copy ~2,845-2,975 GB/s;
 //                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
-//                65,536: fp32 99.5 / 99.3 / 100.2 / 99.5 / 96.6 / 68.0%, fp16 99.5 / 98.8 / 99.8 /
-//                99.8 / 97.6 / 90.8%, bf16 99.8 / 99.4 / 99.7 / 100.2 / 97.1 / 89.4%. NVIDIA H200
-//                (copy ~3,950-4,060 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384
-//                / 65,536: fp32 99.0 / 99.2 / 98.9 / 93.6 / 62.7%, fp16 98.0 / 97.6 / 96.4 / 94.7
-//                / 78.1%, bf16 97.6 / 96.3 / 96.4 / 94.2 / 78.9%.
+//                65,536: fp32 99.4 / 99.5 / 100.2 / 99.9 / 97.5 / 68.2%, fp16 99.8 / 99.3 / 99.7 /
+//                99.5 / 98.6 / 91.1%, bf16 99.7 / 99.5 / 100.1 / 99.8 / 99.2 / 89.7%. NVIDIA H200
+//                (copy ~3,900-4,050 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384
+//                / 65,536: fp32 99.6 / 100.3 / 98.2 / 93.8 / 62.6%, fp16 97.8 / 98.2 / 97.5 / 93.3
+//                / 78.6%, bf16 97.8 / 97.2 / 96.4 / 96.3 / 78.6%.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 
