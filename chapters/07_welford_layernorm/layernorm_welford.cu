@@ -1417,10 +1417,16 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     threads), 8 at 512 threads. 4 vectors a thread keep the slice in float
 //     registers (kFloatRow), which wins (H200, 4,096 columns: fp16 97% against
 //     92%, bf16 94% against 90%, one row per block).
-//     At 16,384 columns an H200 gets 93-94% of a copy (an H100 96-97%), and
+//     At 16,384 columns an H200 got 93-94% of a copy (an H100 96-97%), and
 //     weight and bias are what is left: the same kernels without them reach
-//     96-100% (H200; measured, not shipped). With the row in registers there is
-//     no room to load them early; prefetching them to L1 or L2, staging the
+//     96-100% (H200; measured, not shipped). Loading them early in a lean kernel
+//     of 512 x 4 (16-bit) or 512 x 8 (fp32) that holds them (affine_row) lifted
+//     bf16 to 96-97% on an H200 and every dtype to 97.5-99% on an H100, but fp16
+//     and fp32 stay at 93-94% on the H200. Also not it: a third of the row or
+//     more in shared memory (cp.async, no registers) so that 3 or 4 blocks fit
+//     per SM: H200, 256 MiB, same rounds, 92.6 -> 90.4-92.5 (fp32), 94.4 ->
+//     90.5-92.5 (fp16). Earlier, with the row in registers and nothing early:
+//     prefetching weight and bias to L1 or L2, staging the
 //     first slots in shared memory with cp.async, keeping x out of L1, or
 //     512 x 4 halves with early weight and bias were each 1-13 points slower;
 //     so were resident blocks (one per SM, weight and bias loaded once per
