@@ -796,16 +796,17 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // (fp16, bf16; fp32), H200 / H100:
 //   128 halves 1.013, 1.013 / 1.010, 1.010; 256: 1.011, 1.010 / 1.012, 1.010;
 //   512: 1.013, 1.011 / 1.006, 1.004 (warp kernel, 4 lanes x 4 to 16 x 4).
-//   1,024 halves 1.012, 1.026 (1.024 and 1.016 in two more runs) / 1.007, 1.001;
-//   2,048: 1.014, 1.038 / 1.006, 1.006; 16,384 halves 0.998, 1.031 / 1.013, 1.019
-//   (warp kernel 32 x 4; block 64 x 4; row pairs of 512 x 4, late weight).
-//   1,024 floats 1.017 / 1.001; 8,192 floats 1.017 / 1.003; 16,384 floats 1.012 /
-//   1.021 (block 64 x 4; 512 x 4 at 40 registers, three per SM; 512 x 8).
+//   1,024 halves 1.011-1.012, 1.016-1.027 (two runs) / 1.007, 1.001; 2,048:
+//   1.015, 1.038 / 1.006, 1.007; 16,384 halves 0.998, 1.031 / 1.013, 1.019 (warp
+//   kernel 32 x 4; block 64 x 4; row pairs of 512 x 4, late weight).
+//   1,024 floats 1.017 / 1.001; 8,192 floats 1.018 / 1.003; 16,384 floats 1.013 /
+//   1.022 (block 64 x 4; 512 x 4 at 40 registers, three per SM; 512 x 8).
 // Not taken (ties, or a loss on one GPU): 4,096 halves 256 x 2 (H200 1.009, H100
-// 0.985), 8,192 halves 256 x 4 (1.006 / 0.988), 4,096 floats 256 x 4 (1.007 /
-// 0.991), 128 and 512 floats (0.995-1.008 / 0.997-1.001), 1,024 halves in 128 x 1
-// (0.93-0.96 / 1.01-1.015), 16,384 halves in 1,024 x 2 (0.75 / 0.89), and R rows a
-// group sharing one weight load (128 columns, 2 to 8 rows: 0.64-1.0, H100).
+// 0.986), 8,192 halves 256 x 4 (1.005-1.006 / 0.988), 4,096 floats 256 x 4 (1.007
+// / 0.991), 128 and 512 floats (0.995-1.008 / 1.001-1.004), 1,024 halves in 128 x 1
+// (0.92-0.96 / 1.010-1.015), 16,384 halves in 1,024 x 2 (0.74-0.75 / 0.89-0.90),
+// and R rows a group sharing one weight load (128 columns, 2 to 8 rows: 0.64-1.00
+// against this kernel, H100).
 template <int METHOD, int VPT, int STRIDE, typename T, typename Reduce>
 __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __restrict__ weight,
                                            const T* __restrict__ bias, T* __restrict__ y, int64_t start, int t,
