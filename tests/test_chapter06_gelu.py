@@ -62,10 +62,10 @@ def test_pack_launches_whole_and_ragged(ops, form, dtype):
     # Each launch of the pack variant (8-byte packs under 2^16 16-byte packs, one
     # 16-byte pack a thread to 2^17, two above, and the launch past the L2: one
     # pack a thread in blocks of 512 (an H100), or on an H200 two in blocks of 128
-    # and, for fp32, one in blocks of 128) on lengths that fill its blocks exactly (the WHOLE kernel: no head,
-    # tail or bounds test), one element short, and one element into the buffer
-    # with a tail (head and tail peeled), out= into a NaN-filled view of the same
-    # offset, so the vector body runs too.
+    # and, for fp32, one in blocks of 128) on lengths that fill its blocks exactly
+    # (the WHOLE kernel: no head, tail or bounds test), one element short, and one
+    # element into the buffer with a tail (head and tail peeled), out= into a
+    # NaN-filled view of the same offset, so the vector body runs too.
     op = op_for(form)
     size = torch.tensor([], dtype=dtype).element_size()
     per_pack = 16 // size

@@ -127,6 +127,7 @@ constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on t
 // 4: 1,024 at 64; 8: 512 at up to 128 (no spill in any of them).
 template <int THREADS, int VPT>
 constexpr int kAffineBlocksPerSm = (VPT <= 2 ? 1536 : VPT == 4 ? 1024 : 512) / THREADS;
+constexpr int64_t kMaxAffineRows = 0x7fffffff;  // they launch a block per row at most: gridDim.x's limit
 constexpr unsigned kFullMask = 0xffffffffu;
 
 // ---- element conversions: intrinsics only (torch builds with the half operators off)
@@ -1214,6 +1215,15 @@ struct Launch {
 
 unsigned grid_for(int64_t blocks) { return static_cast<unsigned>(blocks < kMaxGrid ? blocks : kMaxGrid); }
 
+// Calls f with the method (0, 1 or 2) as a compile-time constant, for kernels
+// built with it fixed.
+template <typename F>
+decltype(auto) with_method(int method, F&& f) {
+  if (method == 0) return f(std::integral_constant<int, 0>{});
+  if (method == 1) return f(std::integral_constant<int, 1>{});
+  return f(std::integral_constant<int, 2>{});
+}
+
 // The current GPU's SMs (0 if the query fails).
 int sm_count() {
   int device = 0, sms = 0;
@@ -1252,16 +1262,13 @@ cudaError_t launch_warp(const Launch<T>& l) {
 }
 
 // One of the weight-and-bias-early kernels: G lanes a row (G < 64, 2 vectors a
-// lane) or, from G = 64, a block of G threads x VPT a row. Returns false, launching
-// nothing, where the grid would need more blocks than gridDim.x allows (the other
-// kernels loop over rows).
+// lane) or, from G = 64, a block of G threads x VPT a row. No grid loop: the
+// caller keeps rows within gridDim.x (kMaxAffineRows).
 template <typename T, int G, int VPT = 2>
-bool launch_affine(const Launch<T>& l, cudaError_t& err) {
+cudaError_t launch_affine(const Launch<T>& l) {
   constexpr int64_t kRowsPerBlock = G < 64 ? kWarpPathThreads / G : 1;
-  const int64_t blocks = (l.rows + kRowsPerBlock - 1) / kRowsPerBlock;
-  if (blocks > 0x7fffffff) return false;
-  const auto grid = static_cast<unsigned>(blocks);
-  const auto run = [&](auto m) {
+  const auto grid = static_cast<unsigned>((l.rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  return with_method(l.method, [&](auto m) {
     constexpr int M = decltype(m)::value;
     if constexpr (G < 64) {
       layernorm_affine_rows_kernel<T, G, M><<<grid, kWarpPathThreads, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.rows,
@@ -1270,12 +1277,8 @@ bool launch_affine(const Launch<T>& l, cudaError_t& err) {
       layernorm_affine_block_kernel<T, G, VPT, M><<<grid, G, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.inv_cols,
                                                                             l.eps);
     }
-    err = cudaGetLastError();
-    return true;
-  };
-  if (l.method == 0) return run(std::integral_constant<int, 0>{});
-  if (l.method == 1) return run(std::integral_constant<int, 1>{});
-  return run(std::integral_constant<int, 2>{});
+    return cudaGetLastError();
+  });
 }
 
 // FEW: a few-rows launch (see launch_rows): the method fixed at compile time and
@@ -1298,9 +1301,7 @@ cudaError_t launch_block(const Launch<T>& l) {
       layernorm_block_kernel<T, N, PEEL, THREADS, VPT, kMethod><<<grid_for(l.rows), THREADS, 0, l.stream>>>(
           l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
     };
-    if (l.method == 0) run(std::integral_constant<int, 0>{});
-    else if (l.method == 1) run(std::integral_constant<int, 1>{});
-    else run(std::integral_constant<int, 2>{});
+    with_method(l.method, run);
   } else {
     layernorm_block_kernel<T, N, PEEL, THREADS, VPT><<<grid_for(l.rows), THREADS, 0, l.stream>>>(
         l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps, l.method, l.wb_vec);
@@ -1486,19 +1487,18 @@ cudaError_t launch_rows(const Launch<T>& l) {
     }
   }
   if constexpr (!PEEL && N > 1) {  // many rows with weight and bias, of these lengths: see affine_row
-    if (l.rows > kFewRows && l.weight != nullptr && l.bias != nullptr) {
-      cudaError_t err = cudaSuccess;
+    if (l.rows > kFewRows && l.rows <= kMaxAffineRows && l.weight != nullptr && l.bias != nullptr) {
       if constexpr (N == 8) {
-        if (nvec == 16 && launch_affine<T, 8>(l, err)) return err;
-        if (nvec == 32 && launch_affine<T, 16>(l, err)) return err;
-        if (nvec == 64 && launch_affine<T, 32>(l, err)) return err;
-        if (nvec == 128 && launch_affine<T, 64>(l, err)) return err;
-        if (nvec == 256 && launch_affine<T, 128>(l, err)) return err;
-        if (nvec == 2048 && launch_affine<T, 512, 4>(l, err)) return err;
+        if (nvec == 16) return launch_affine<T, 8>(l);
+        if (nvec == 32) return launch_affine<T, 16>(l);
+        if (nvec == 64) return launch_affine<T, 32>(l);
+        if (nvec == 128) return launch_affine<T, 64>(l);
+        if (nvec == 256) return launch_affine<T, 128>(l);
+        if (nvec == 2048) return launch_affine<T, 512, 4>(l);
       } else {
-        if (nvec == 256 && launch_affine<T, 128>(l, err)) return err;
-        if (nvec == 2048 && launch_affine<T, 512, 4>(l, err)) return err;
-        if (nvec == 4096 && launch_affine<T, 512, 8>(l, err)) return err;
+        if (nvec == 256) return launch_affine<T, 128>(l);
+        if (nvec == 2048) return launch_affine<T, 512, 4>(l);
+        if (nvec == 4096) return launch_affine<T, 512, 8>(l);
       }
     }
   }
