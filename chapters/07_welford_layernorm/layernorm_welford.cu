@@ -72,8 +72,9 @@
 //     to 2,048 aligned vectors go two to a block, and the two rows share each
 //     weight and bias load.
 //   * many aligned rows with weight and bias at some lengths (128 to 2,048 and
-//     16,384 halves; 1,024, 8,192 and 16,384 floats) take kernels that load
-//     weight and bias together with x and fit the row exactly (affine_row).
+//     16,384 halves; 1,024, 8,192 and 16,384 floats; 4,096 of either on a GPU
+//     like the H200) take kernels that load weight and bias together with x and
+//     fit the row exactly (affine_row).
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
 //   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
@@ -128,6 +129,7 @@ constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on t
 template <int THREADS, int VPT>
 constexpr int kAffineBlocksPerSm = (VPT <= 2 ? 1536 : VPT == 4 ? 1024 : 512) / THREADS;
 constexpr int64_t kMaxAffineRows = 0x7fffffff;  // they launch a block per row at most: gridDim.x's limit
+constexpr double kFastMemoryBytesPerSmPerUs = 32768;  // see fast_memory_per_sm
 constexpr unsigned kFullMask = 0xffffffffu;
 
 // ---- element conversions: intrinsics only (torch builds with the half operators off)
@@ -792,7 +794,9 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 //     512 halves), G = 8, 16 or 32 lanes x 2 a row, 64-thread blocks.
 //   layernorm_affine_block_kernel: a row per block. 16-bit rows of 1,024 halves
 //     (64 x 2), 2,048 (128 x 2) and 16,384 (512 x 4); fp32 rows of 1,024 floats
-//     (128 x 2), 8,192 (512 x 4) and 16,384 (512 x 8, one block per SM).
+//     (128 x 2), 8,192 (512 x 4) and 16,384 (512 x 8, one block per SM). Where
+//     the memory streams more bytes per SM (fast_memory_per_sm: an H200, not an
+//     H100), also 4,096 halves (256 x 2) and 4,096 floats (512 x 2).
 // 256 MiB, 40 paired rounds, the time of the kernel taken before over this one's
 // (fp16, bf16; fp32), H200 / H100:
 //   128 halves 1.013, 1.013 / 1.010, 1.010; 256: 1.011, 1.010 / 1.012, 1.010;
@@ -802,12 +806,19 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 //   kernel 32 x 4; block 64 x 4; row pairs of 512 x 4, late weight).
 //   1,024 floats 1.017 / 1.001; 8,192 floats 1.018 / 1.003; 16,384 floats 1.013 /
 //   1.022 (block 64 x 4; 512 x 4 at 40 registers, three per SM; 512 x 8).
-// Not taken (ties, or a loss on one GPU): 4,096 halves 256 x 2 (H200 1.009, H100
-// 0.986), 8,192 halves 256 x 4 (1.005-1.006 / 0.988), 4,096 floats 256 x 4 (1.007
-// / 0.991), 128 and 512 floats (0.995-1.008 / 1.001-1.004), 1,024 halves in 128 x 1
-// (0.92-0.96 / 1.010-1.015), 16,384 halves in 1,024 x 2 (0.74-0.75 / 0.89-0.90),
-// and R rows a group sharing one weight load (128 columns, 2 to 8 rows: 0.64-1.00
-// against this kernel, H100).
+// Taken on the H200 only (50 paired rounds, 8,192 and 16,384 rows of floats,
+// 16,384 rows of halves): 4,096 floats 512 x 2 1.006, 1.007 / 0.996; 4,096
+// halves 256 x 2 1.008, 1.010 (an earlier run 1.009) / 0.990, 0.990 (0.986)
+// (row pairs of 256 x 4 and 128 x 4, weight after the reduction). Liger's
+// LayerNorm had been 0.8-1.4% ahead at 4,096 floats on the H200; in the same
+// rounds it stayed 0.6% ahead at 8,192 rows and tied at 16,384.
+// Not taken (ties, or a loss on one GPU): 8,192 halves 256 x 4 (1.005-1.006 /
+// 0.988; again 1.002 / -), 4,096 floats 256 x 4 (1.007, 1.005, 0.992 / 0.991,
+// 0.996), 8,192 halves 512 x 2 (0.974-0.988 on the H200), 4,096 halves 128 x 4
+// (0.991-0.992 / 0.988-0.989), 128 and 512 floats (0.995-1.008 / 1.001-1.004),
+// 1,024 halves in 128 x 1 (0.92-0.96 / 1.010-1.015), 16,384 halves in 1,024 x 2
+// (0.74-0.75 / 0.89-0.90), and R rows a group sharing one weight load (128
+// columns, 2 to 8 rows: 0.64-1.00 against this kernel, H100).
 template <int METHOD, int VPT, int STRIDE, typename T, typename Reduce>
 __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __restrict__ weight,
                                            const T* __restrict__ bias, T* __restrict__ y, int64_t start, int t,
@@ -1224,6 +1235,24 @@ decltype(auto) with_method(int method, F&& f) {
   return f(std::integral_constant<int, 2>{});
 }
 
+// Whether the current GPU's memory streams more than kFastMemoryBytesPerSmPerUs
+// bytes per SM per microsecond (false if the query fails): an H200 36.5 KB (4.8
+// TB/s over 132 SMs), an H100 25.4 KB (3.35 TB/s). Two kernel choices differ
+// between the two (launch_rows). The peak is two transfers per memory clock,
+// each the width of the bus.
+bool fast_memory_per_sm() {
+  int device = 0, clock_khz = 0, bus_bits = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) {
+    cudaGetLastError();  // clear it: the launch reports its own error
+    return false;
+  }
+  const double bytes_per_sm_per_us = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / sms * 1e-6;
+  return bytes_per_sm_per_us > kFastMemoryBytesPerSmPerUs;
+}
+
 // The current GPU's SMs (0 if the query fails).
 int sm_count() {
   int device = 0, sms = 0;
@@ -1393,8 +1422,9 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     Many aligned rows of 1 to 4 vectors go to one lane (1 or 2 vectors) or
 //     two (3 or 4 vectors, 2 each): with 4 lanes most of them held nothing.
 //   Many aligned rows with weight and bias, of 128 to 2,048 or 16,384 halves, or
-//   1,024, 8,192 or 16,384 floats: x, weight and bias loaded at once (affine_row
-//   has the lengths and the numbers), before any of the cases below.
+//   1,024, 8,192 or 16,384 floats (and 4,096 of either where the memory is
+//   faster per SM): x, weight and bias loaded at once (affine_row has the
+//   lengths and the numbers), before any of the cases below.
 //     H200, 256 MiB, % of a copy in the same rounds, 4 lanes -> this
 //     (torch.compile): 8 halves 20 -> 93 (99), 16 halves 37-38 -> 97 (99-100),
 //     32 halves 64-67 -> 96-98 (99), 8 floats 55 -> 97 (99), 16 floats 86 -> 99
@@ -1427,7 +1457,12 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     and fp32 stay at 93-94% on the H200. Also not it: a third of the row or
 //     more in shared memory (cp.async, no registers) so that 3 or 4 blocks fit
 //     per SM: H200, 256 MiB, same rounds, 92.6 -> 90.4-92.5 (fp32), 94.4 ->
-//     90.5-92.5 (fp16). Earlier, with the row in registers and nothing early:
+//     90.5-92.5 (fp16). Nor a row split over a cluster of 2 to 8 blocks of 128
+//     to 512 threads x 2 or 4 vectors (weight and bias early, the statistics
+//     merged through distributed shared memory behind one cluster barrier), so
+//     that more and smaller blocks share each SM: H200, same rounds, fp32 94.5
+//     -> 70-85, fp16 93.9 -> 57-75, bf16 96.3 -> 46-71; at 4,096 and 8,192
+//     columns 40-86 against 96-98. Earlier, with the row in registers and nothing early:
 //     prefetching weight and bias to L1 or L2, staging the
 //     first slots in shared memory with cp.async, keeping x out of L1, or
 //     512 x 4 halves with early weight and bias were each 1-13 points slower;
@@ -1494,9 +1529,11 @@ cudaError_t launch_rows(const Launch<T>& l) {
         if (nvec == 64) return launch_affine<T, 32>(l);
         if (nvec == 128) return launch_affine<T, 64>(l);
         if (nvec == 256) return launch_affine<T, 128>(l);
+        if (nvec == 512 && fast_memory_per_sm()) return launch_affine<T, 256>(l);
         if (nvec == 2048) return launch_affine<T, 512, 4>(l);
       } else {
         if (nvec == 256) return launch_affine<T, 128>(l);
+        if (nvec == 1024 && fast_memory_per_sm()) return launch_affine<T, 512>(l);
         if (nvec == 2048) return launch_affine<T, 512, 4>(l);
         if (nvec == 4096) return launch_affine<T, 512, 8>(l);
       }
