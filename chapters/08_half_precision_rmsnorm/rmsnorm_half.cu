@@ -76,8 +76,9 @@
 // must not alias x. rows <= 0 or cols <= 0: nothing to do. Rows past 8,192 packs
 // take the streaming path (x read twice), one block of 512 threads per row: fine
 // for many rows, slow for a handful of very long ones. Inputs must be finite with
-// a finite fp32 sum of squares (|x| below about 1e19). 198 kernels (the aligned ones
-// twice, with and without the L2 policy on x: keep_x_in_l2): 16-20 s to compile at -O3.
+// a finite fp32 sum of squares (|x| below about 1e19). 253 kernels (those of the
+// register paths twice, with and without the L2 policy on x: keep_x_in_l2): about 25 s
+// to compile at -O3.
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
 // Measured:      % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB moved,
@@ -579,11 +580,14 @@ rmsnorm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __
 //     the same way: the copy's loads with the L2 hint, 256 MiB of floats, H200
 //     101.3 -> 102.7% of the reference copy, H100 100.1 -> 97.9. So the gain
 //     comes from how each GPU's L2 (full of dirty lines when a timing starts)
-//     treats the reads, not from the kernel's design: aligned launches past the
-//     L2 load x with the L2 policy on a GPU like the H200 and without it on one
-//     like the H100 (keep_x_in_l2). evict_first or L1::no_allocate on x: 1-3
-//     points slower (H200); in a CUDA graph (32 x 4,096 floats) every hint cost
-//     1-2.5.
+//     treats the reads, not from the kernel's design: launches past the L2 load
+//     x with the L2 policy on a GPU like the H200 and without it on one like the
+//     H100 (keep_x_in_l2). evict_first or L1::no_allocate on x: 1-3 points
+//     slower (H200); in a CUDA graph (32 x 4,096 floats) every hint cost 1-2.5.
+//     Peeled rows take it too (their body packs are 16-byte aligned): H200, 256
+//     MiB, 40 paired rounds, the time without it over the time with it, bf16 /
+//     fp16 / fp32: 5,125 columns 1.020 / 1.004 / 1.012, 769 columns 1.011 /
+//     1.012 / 1.002 (a tie), bf16 2,047 columns 1.015.
 // Measured and not kept (256 MiB, % of a copy in the same rounds, shipped -> tried):
 //   * The same two-sweep loop in this file (2 packs a thread, 32 registers, x
 //     re-read from L1): with the hints 95.5-100.7 (H200), without 92-98; one pack
@@ -733,10 +737,10 @@ MemoryKind memory_kind() {
   return kind;
 }
 
-// Whether an aligned launch loads x with an L2 evict_last policy: where the bytes
-// moved exceed the L2 (a CUDA graph of a few rows lost 1-2.5 points with any hint)
-// on the faster memory (an H200). The policy made this kernel 1-1.7% faster on an
-// H200 and 1.4-2.5% slower on an H100 (2.1-2.6% at 128-4,096 columns, 40 paired
+// Whether a launch loads x with an L2 evict_last policy: where the bytes moved
+// exceed the L2 (a CUDA graph of a few rows lost 1-2.5 points with any hint) on
+// the faster memory (an H200). The policy made this kernel 1-1.7% faster on an
+// H200 (peeled rows 0.4-2.0%) and 1.4-2.5% slower on an H100 (2.1-2.6% at 128-4,096 columns, 40 paired
 // rounds), and moved a plain copy the same way (see "Cache hints on x" above enum
 // class Fit): it is a property of each GPU's L2, measured, not derived.
 bool keep_x_in_l2(int64_t bytes_moved) {
@@ -956,13 +960,14 @@ cudaError_t launch(const T* x, const T* w, T* y, int64_t rows, int64_t cols, flo
   const float inv_cols = 1.0f / static_cast<float>(cols);  // mean = sum * inv_cols, no division on the GPU
   if (cols / kPerPack<T> > kWideBlockThreads * kMaxPacksPerThread) {
     rmsnorm_streaming_kernel<T><<<grid_for(rows), kMaxBlockThreads, 0, s>>>(x, w, y, rows, cols, inv_cols, eps);
-  } else if (cols % kPerPack<T> == 0 && aligned16(x) && aligned16(w) && aligned16(y)) {
-    if (keep_x_in_l2(2 * rows * cols * static_cast<int64_t>(sizeof(T))))
-      launch_in_registers<T, true, true>(x, w, y, rows, static_cast<int>(cols), inv_cols, eps, s);
-    else
-      launch_in_registers<T, true, false>(x, w, y, rows, static_cast<int>(cols), inv_cols, eps, s);
   } else {
-    launch_in_registers<T, false, false>(x, w, y, rows, static_cast<int>(cols), inv_cols, eps, s);
+    const bool aligned = cols % kPerPack<T> == 0 && aligned16(x) && aligned16(w) && aligned16(y);
+    const bool keep = keep_x_in_l2(2 * rows * cols * static_cast<int64_t>(sizeof(T)));
+    const int c = static_cast<int>(cols);
+    if (aligned && keep) launch_in_registers<T, true, true>(x, w, y, rows, c, inv_cols, eps, s);
+    else if (aligned) launch_in_registers<T, true, false>(x, w, y, rows, c, inv_cols, eps, s);
+    else if (keep) launch_in_registers<T, false, true>(x, w, y, rows, c, inv_cols, eps, s);
+    else launch_in_registers<T, false, false>(x, w, y, rows, c, inv_cols, eps, s);
   }
   return cudaGetLastError();
 }
