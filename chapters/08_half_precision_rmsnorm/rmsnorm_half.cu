@@ -82,13 +82,13 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c rmsnorm_half.cu
 // Measured:      % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB moved,
-//                rows of 128 to 16,384, 2026-11-24, code 208850f2aad9. NVIDIA H200 (x with
-//                the L2 policy; copy ~3,980-4,080 GB/s; chapter notebook): fp16 95.4-101.2%,
-//                bf16 95.2-100.0%, fp32 96.8-99.2% (5,125 columns lowest in 16 bits). NVIDIA
-//                H100 (plain loads; copy ~2,855-2,965 GB/s; book/results/rmsnorm-h100.json):
+//                rows of 128 to 16,384, 2026-11-24. NVIDIA H200 (code e33b7be702e5; x with the
+//                L2 policy; copy ~3,990-4,100 GB/s; chapter notebook): fp16 97.7-100.3%, bf16
+//                97.8-101.1%, fp32 95.3-99.0% (16,384 columns lowest). NVIDIA H100 (code
+//                208850f2aad9; plain loads; copy ~2,855-2,965 GB/s; book/results/rmsnorm-h100.json):
 //                fp16 98.2-100.7%, bf16 98.0-101.0%, fp32 98.9-100.4%.
-//                Longer rows, same runs: fp16/bf16 65,536 columns H200 81-82%, H100 95-96%;
-//                fp32 32,768 H200 92%, H100 97%; fp32 65,536 (streaming) H200 65%, H100 67%.
+//                Longer rows, same runs: fp16/bf16 65,536 columns H200 82%, H100 95-96%;
+//                fp32 32,768 H200 91%, H100 97%; fp32 65,536 (streaming) H200 64%, H100 67%.
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
