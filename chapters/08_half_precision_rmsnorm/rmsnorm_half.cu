@@ -85,8 +85,8 @@
 //                rows of 128 to 16,384, 2026-11-24. NVIDIA H200 (code e33b7be702e5; x with the
 //                L2 policy; copy ~3,990-4,100 GB/s; chapter notebook): fp16 97.7-100.3%, bf16
 //                97.8-101.1%, fp32 95.3-99.0% (16,384 columns lowest). NVIDIA H100 (code
-//                208850f2aad9; plain loads; copy ~2,855-2,965 GB/s; book/results/rmsnorm-h100.json):
-//                fp16 98.2-100.7%, bf16 98.0-101.0%, fp32 98.9-100.4%.
+//                df76cd8e4be4; plain loads; copy ~2,860-2,965 GB/s; book/results/rmsnorm-h100.json):
+//                fp16 98.2-100.7%, bf16 98.0-100.5%, fp32 98.8-100.2%.
 //                Longer rows, same runs: fp16/bf16 65,536 columns H200 82%, H100 95-96%;
 //                fp32 32,768 H200 91%, H100 97%; fp32 65,536 (streaming) H200 64%, H100 67%.
 
