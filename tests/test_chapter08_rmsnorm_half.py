@@ -156,11 +156,11 @@ def test_peeled_launches_past_the_l2(ops, dtype):
     # boundary and take the peeled path) moving more than the L2: on an H200 their
     # body packs are loaded with the L2 policy too. Groups of 8-32 lanes, the
     # peeled rows of 65-128 packs in blocks of 128, blocks of 4 and 8 packs a
-    # thread, the 1,024-thread shape, and rows that stream.
+    # thread, the 1,024-thread shape (4,097-8,192 packs), and rows that stream.
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     vec = 16 // dtype.itemsize
-    for packs, extra in ((1, 3), (9, 1), (40, 5), (100, 1), (129, 1), (1500, 3), (4096, 1), (8192, 1)):
-        cols = packs * vec + extra % vec
+    for packs, extra in ((1, 3), (9, 1), (40, 3), (100, 1), (129, 1), (1500, 3), (4096, 1), (6000, 1), (8193, 1)):
+        cols = packs * vec + extra
         rows = 3 * l2 // (4 * cols * dtype.itemsize) + 1  # 1.5x the L2 moved, read + write
         check_into_nan_out(ops, rows, cols, dtype)
     for cols in (769, 2047, 5125):

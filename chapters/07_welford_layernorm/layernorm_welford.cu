@@ -1462,8 +1462,8 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     merged through distributed shared memory behind one cluster barrier), so
 //     that more and smaller blocks share each SM: H200, same rounds, fp32 94.5
 //     -> 70-85, fp16 93.9 -> 57-75, bf16 96.3 -> 46-71; at 4,096 and 8,192
-//     columns 40-86 against 96-98. Earlier, with the row in registers and nothing early:
-//     prefetching weight and bias to L1 or L2, staging the
+//     columns 40-86 against 96-98. Earlier, with the row in registers and nothing
+//     early: prefetching weight and bias to L1 or L2, staging the
 //     first slots in shared memory with cp.async, keeping x out of L1, or
 //     512 x 4 halves with early weight and bias were each 1-13 points slower;
 //     so were resident blocks (one per SM, weight and bias loaded once per

@@ -740,9 +740,9 @@ MemoryKind memory_kind() {
 // Whether a launch loads x with an L2 evict_last policy: where the bytes moved
 // exceed the L2 (a CUDA graph of a few rows lost 1-2.5 points with any hint) on
 // the faster memory (an H200). The policy made this kernel 1-1.7% faster on an
-// H200 (peeled rows 0.4-2.0%) and 1.4-2.5% slower on an H100 (2.1-2.6% at 128-4,096 columns, 40 paired
-// rounds), and moved a plain copy the same way (see "Cache hints on x" above enum
-// class Fit): it is a property of each GPU's L2, measured, not derived.
+// H200 (peeled rows 0.4-2.0%) and 1.4-2.5% slower on an H100 (2.1-2.6% at 128-4,096
+// columns, 40 paired rounds), and moved a plain copy the same way (see "Cache hints
+// on x" above enum class Fit): it is a property of each GPU's L2, not derived.
 bool keep_x_in_l2(int64_t bytes_moved) {
   const MemoryKind kind = memory_kind();
   return kind.memory == Memory::kFaster && bytes_moved > kind.l2;
