@@ -217,7 +217,10 @@ __device__ __forceinline__ Pack<T, N> constant_pack(float v) {  // N copies of v
 // (H200, 256 MiB, 30 paired rounds, plain time over hinted): fp16 4,096 columns
 // 1.016 (interval 1.009-1.023), fp32 128 0.988 (0.984-0.997), and ties (0.991-
 // 1.005) at fp16/bf16 128, bf16 1,024, fp16/bf16/fp32 16,384 and fp32 4,096;
-// torch.compile stayed ahead at 16-bit 128 columns (0.977-0.982). Not kept.
+// torch.compile stayed ahead at 16-bit 128 columns (0.977-0.982). Not kept. Nor
+// the policy on x alone in the kernels that load weight and bias early (H200, 40
+// rounds, same ratio): 16,384 columns fp32 1.000, fp16 1.005, bf16 1.009; 4,096
+// floats 0.993, halves 1.009; 8,192 floats 1.011; 1,024 halves 0.999.
 template <typename P>
 __device__ __forceinline__ P load_vec(const P* src) {
   if constexpr (sizeof(P) == 16) {
