@@ -159,10 +159,7 @@ def test_peeled_launches_past_the_l2(ops, dtype):
     # thread, the 1,024-thread shape (4,097-8,192 packs), and rows that stream.
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     vec = 16 // dtype.itemsize
-    for packs, extra in ((1, 3), (9, 1), (40, 3), (100, 1), (129, 1), (1500, 3), (4096, 1), (6000, 1), (8193, 1)):
-        cols = packs * vec + extra
+    packs_and_extra = ((1, 3), (9, 1), (40, 3), (100, 1), (129, 1), (1500, 3), (4096, 1), (6000, 1), (8193, 1))
+    for cols in [p * vec + e for p, e in packs_and_extra] + [769, 2047, 5125]:
         rows = 3 * l2 // (4 * cols * dtype.itemsize) + 1  # 1.5x the L2 moved, read + write
-        check_into_nan_out(ops, rows, cols, dtype)
-    for cols in (769, 2047, 5125):
-        rows = 3 * l2 // (4 * cols * dtype.itemsize) + 1
         check_into_nan_out(ops, rows, cols, dtype)

@@ -1238,30 +1238,30 @@ decltype(auto) with_method(int method, F&& f) {
   return f(std::integral_constant<int, 2>{});
 }
 
-// Whether the current GPU's memory streams more than kFastMemoryBytesPerSmPerUs
-// bytes per SM per microsecond (false if the query fails): an H200 36.5 KB (4.8
-// TB/s over 132 SMs), an H100 25.4 KB (3.35 TB/s). Two kernel choices differ
-// between the two (launch_rows). The peak is two transfers per memory clock,
-// each the width of the bus.
-bool fast_memory_per_sm() {
-  int device = 0, clock_khz = 0, bus_bits = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) {
-    cudaGetLastError();  // clear it: the launch reports its own error
-    return false;
-  }
-  const double bytes_per_sm_per_us = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / sms * 1e-6;
-  return bytes_per_sm_per_us > kFastMemoryBytesPerSmPerUs;
-}
-
 // The current GPU's SMs (0 if the query fails).
 int sm_count() {
   int device = 0, sms = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 0;
   return sms;
+}
+
+// Whether the current GPU's memory streams more than kFastMemoryBytesPerSmPerUs
+// bytes per SM per microsecond (false if a query fails): an H200 36.5 KB (4.8
+// TB/s over 132 SMs), an H100 25.4 KB (3.35 TB/s). Two kernel choices differ
+// between the two (launch_rows). The peak is two transfers per memory clock,
+// each the width of the bus.
+bool fast_memory_per_sm() {
+  const int sms = sm_count();
+  int device = 0, clock_khz = 0, bus_bits = 0;
+  if (sms <= 0 || cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
+    cudaGetLastError();  // clear it: the launch reports its own error
+    return false;
+  }
+  const double bytes_per_sm_per_us = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / sms * 1e-6;
+  return bytes_per_sm_per_us > kFastMemoryBytesPerSmPerUs;
 }
 
 template <typename T, int N, bool PEEL, int G, int VPT>
