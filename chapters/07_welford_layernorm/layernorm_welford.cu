@@ -74,7 +74,8 @@
 //   * many aligned rows with weight and bias at some lengths (128 to 2,048 and
 //     16,384 halves; 1,024, 8,192 and 16,384 floats; 4,096 of either on a GPU
 //     like the H200) take kernels that load weight and bias together with x and
-//     fit the row exactly (affine_row).
+//     fit the row exactly (affine_row; on a GPU like the H200, rows of 16,384
+//     floats load them after the reduction, two blocks per SM).
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
 //   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
@@ -124,10 +125,12 @@ constexpr int64_t kManyRows = 2048;             // "many rows": see launch_rows
 constexpr int64_t kFewRows = 256;               // "few rows": see launch_rows
 constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on the short-row path
 // The weight-and-bias-early kernels (layernorm_affine_rows_kernel and _block_kernel):
-// blocks per SM for VPT vectors a thread. 2 vectors: 1,536 threads at 40 registers;
-// 4: 1,024 at 64; 8: 512 at up to 128 (no spill in any of them).
-template <int THREADS, int VPT>
-constexpr int kAffineBlocksPerSm = (VPT <= 2 ? 1536 : VPT == 4 ? 1024 : 512) / THREADS;
+// blocks per SM for VPT vectors a thread. 2 vectors: 1,536 threads at 40 registers
+// (fp32 blocks of 512: 2,048 at 32, see affine_row); 4: 1,024 at 64; 8: 512 at up
+// to 128 (no spill in any of them).
+template <typename T, int THREADS, int VPT>
+constexpr int kAffineBlocksPerSm =
+    (VPT <= 2 ? (sizeof(T) == 4 && THREADS == 512 ? 2048 : 1536) : VPT == 4 ? 1024 : 512) / THREADS;
 constexpr int64_t kMaxAffineRows = 0x7fffffff;  // they launch a block per row at most: gridDim.x's limit
 constexpr double kFastMemoryBytesPerSmPerUs = 32768;  // see fast_memory_per_sm
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -799,7 +802,24 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 //     (64 x 2), 2,048 (128 x 2) and 16,384 (512 x 4); fp32 rows of 1,024 floats
 //     (128 x 2), 8,192 (512 x 4) and 16,384 (512 x 8, one block per SM). Where
 //     the memory streams more bytes per SM (fast_memory_per_sm: an H200, not an
-//     H100), also 4,096 halves (256 x 2) and 4,096 floats (512 x 2).
+//     H100), also 4,096 halves (256 x 2) and 4,096 floats (512 x 2, four blocks
+//     per SM at 32 registers), and 16,384 floats take LATE instead (below).
+// LATE (fp32 rows of 16,384 on such a GPU): weight and bias are read after the
+// reduction after all, and the row is held as shifted floats (the same bits as
+// the early kernel), so that 512 x 8 fits in 64 registers and two blocks share
+// each SM; with them early it takes 128 and one block has the SM to itself,
+// which sits idle on memory while that block reduces. H200, 256 MiB, 40 paired
+// rounds, early time over late: 1.020 and 1.022 (92.1 -> 93.4 and 93.4 -> 95.4%
+// of a copy; two probes before, 92.2 -> 94.3 and 92.7 -> 94.4); H100 1.001, and
+// 0.993 at 1 GiB, so it keeps the early kernel. Not for 16-bit rows of 16,384
+// (512 x 4, two blocks per SM either way): H200 fp16 0.991-1.000, bf16
+// 0.984-0.993. Nor a leaf of the thread's whole slice (one two-pass over its 32
+// floats, then Chan's merge across threads, instead of a leaf per vector):
+// 1.003 against LATE.
+// fp32 512 x 2 at 32 registers (four blocks per SM) against 40 (three), H200,
+// same ratio: 1.009, 1.009 (probe), 1.007, 1.013; torch.compile and Liger had
+// been 0.9-1.2% ahead at 4,096 floats in those rounds, and now tie. fp32 128 x 2
+// (1,024 floats) measured 0.996 and 0.998 that way and keeps 40.
 // 256 MiB, 40 paired rounds, the time of the kernel taken before over this one's
 // (fp16, bf16; fp32), H200 / H100:
 //   128 halves 1.013, 1.013 / 1.010, 1.010; 256: 1.011, 1.010 / 1.012, 1.010;
@@ -822,32 +842,53 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // 1,024 halves in 128 x 1 (0.92-0.96 / 1.010-1.015), 16,384 halves in 1,024 x 2
 // (0.74-0.75 / 0.89-0.90), and R rows a group sharing one weight load (128
 // columns, 2 to 8 rows: 0.64-1.00 against this kernel, H100).
-template <int METHOD, int VPT, int STRIDE, typename T, typename Reduce>
+template <int METHOD, int VPT, int STRIDE, bool LATE = false, typename T, typename Reduce>
 __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __restrict__ weight,
                                            const T* __restrict__ bias, T* __restrict__ y, int64_t start, int t,
                                            bool live, float cols, float inv_cols, float eps, Reduce& red) {
   constexpr int N = 16 / sizeof(T);
   using P = Pack<T, N>;
   const P* xv = reinterpret_cast<const P*>(x + start) + t;
-  P v[VPT], w[VPT], b[VPT];
+  P* yv = reinterpret_cast<P*>(y + start) + t;
+  P v[VPT];
 #pragma unroll
   for (int k = 0; k < VPT; ++k) v[k] = load_vec(xv + k * STRIDE);
+  if constexpr (LATE) {
+    // The row as shifted floats (as kFloatRow in layernorm_block_kernel: the same
+    // bits as the other branch), weight and bias read after the reduction.
+    const float shift = METHOD == 2 ? 0.0f : to_float(x[start]);  // "Shift" above
+    Pack<float, N> f[VPT];
 #pragma unroll
-  for (int k = 0; k < VPT; ++k) {
-    w[k] = load_vec(reinterpret_cast<const P*>(weight) + t + k * STRIDE);
-    b[k] = load_vec(reinterpret_cast<const P*>(bias) + t + k * STRIDE);
-  }
-  const float shift = METHOD == 2 ? 0.0f : to_float(x[start]);  // "Shift" above
-  const Norm n = row_stats(METHOD, v, VPT, false, 0.0f, shift, cols, inv_cols, eps, true, red);
-  if (live) {
-    P* yv = reinterpret_cast<P*>(y + start) + t;
+    for (int k = 0; k < VPT; ++k)
 #pragma unroll
-    for (int k = 0; k < VPT; ++k) store_vec(yv + k * STRIDE, normalize_pack<T>(v[k], n, w[k], b[k]));
+      for (int e = 0; e < N; ++e) f[k].w[e] = v[k].get(e) - shift;
+    const Norm n = row_stats(METHOD, f, VPT, false, 0.0f, 0.0f, cols, inv_cols, eps, true, red);
+    if (live) {
+#pragma unroll
+      for (int k = 0; k < VPT; ++k) {
+        float w[N], b[N];
+        load_affine<true, T, N>(weight, bias, static_cast<int64_t>(t + k * STRIDE) * N, true, w, b);
+        store_vec(yv + k * STRIDE, normalize_pack<T>(f[k], n, w, b));
+      }
+    }
+  } else {
+    P w[VPT], b[VPT];
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      w[k] = load_vec(reinterpret_cast<const P*>(weight) + t + k * STRIDE);
+      b[k] = load_vec(reinterpret_cast<const P*>(bias) + t + k * STRIDE);
+    }
+    const float shift = METHOD == 2 ? 0.0f : to_float(x[start]);
+    const Norm n = row_stats(METHOD, v, VPT, false, 0.0f, shift, cols, inv_cols, eps, true, red);
+    if (live) {
+#pragma unroll
+      for (int k = 0; k < VPT; ++k) store_vec(yv + k * STRIDE, normalize_pack<T>(v[k], n, w[k], b[k]));
+    }
   }
 }
 
 template <typename T, int G, int METHOD>
-__global__ void __launch_bounds__(kWarpPathThreads, (kAffineBlocksPerSm<kWarpPathThreads, 2>))
+__global__ void __launch_bounds__(kWarpPathThreads, (kAffineBlocksPerSm<T, kWarpPathThreads, 2>))
 layernorm_affine_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                              T* __restrict__ y, int64_t rows, float inv_cols, float eps) {
   constexpr int64_t kCols = G * 2 * (16 / sizeof(T));
@@ -858,16 +899,16 @@ layernorm_affine_rows_kernel(const T* __restrict__ x, const T* __restrict__ weig
                            static_cast<float>(kCols), inv_cols, eps, red);
 }
 
-template <typename T, int THREADS, int VPT, int METHOD>
-__global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<THREADS, VPT>))
+template <typename T, int THREADS, int VPT, int METHOD, bool LATE = false>
+__global__ void __launch_bounds__(THREADS, (LATE ? 1024 / THREADS : kAffineBlocksPerSm<T, THREADS, VPT>))
 layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                               T* __restrict__ y, float inv_cols, float eps) {
   constexpr int kWarps = THREADS / 32;
   constexpr int64_t kCols = static_cast<int64_t>(THREADS) * VPT * (16 / sizeof(T));
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
-  affine_row<METHOD, VPT, THREADS>(x, weight, bias, y, static_cast<int64_t>(blockIdx.x) * kCols, threadIdx.x, true,
-                                   static_cast<float>(kCols), inv_cols, eps, red);
+  affine_row<METHOD, VPT, THREADS, LATE>(x, weight, bias, y, static_cast<int64_t>(blockIdx.x) * kCols, threadIdx.x,
+                                         true, static_cast<float>(kCols), inv_cols, eps, red);
 }
 
 // Register budget of the block path: 64 registers a thread (two 512-thread
@@ -1293,10 +1334,10 @@ cudaError_t launch_warp(const Launch<T>& l) {
   return cudaGetLastError();
 }
 
-// One of the weight-and-bias-early kernels: G lanes a row (G < 64, 2 vectors a
+// One of the weight-and-bias kernels of affine_row: G lanes a row (G < 64, 2 vectors a
 // lane) or, from G = 64, a block of G threads x VPT a row. No grid loop: the
 // caller keeps rows within gridDim.x (kMaxAffineRows).
-template <typename T, int G, int VPT = 2>
+template <typename T, int G, int VPT = 2, bool LATE = false>
 cudaError_t launch_affine(const Launch<T>& l) {
   constexpr int64_t kRowsPerBlock = G < 64 ? kWarpPathThreads / G : 1;
   const auto grid = static_cast<unsigned>((l.rows + kRowsPerBlock - 1) / kRowsPerBlock);
@@ -1306,8 +1347,8 @@ cudaError_t launch_affine(const Launch<T>& l) {
       layernorm_affine_rows_kernel<T, G, M><<<grid, kWarpPathThreads, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.rows,
                                                                                      l.inv_cols, l.eps);
     } else {
-      layernorm_affine_block_kernel<T, G, VPT, M><<<grid, G, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.inv_cols,
-                                                                            l.eps);
+      layernorm_affine_block_kernel<T, G, VPT, M, LATE><<<grid, G, 0, l.stream>>>(l.x, l.weight, l.bias, l.y,
+                                                                                  l.inv_cols, l.eps);
     }
     return cudaGetLastError();
   });
@@ -1457,7 +1498,17 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     96-100% (H200; measured, not shipped). Loading them early in a lean kernel
 //     of 512 x 4 (16-bit) or 512 x 8 (fp32) that holds them (affine_row) lifted
 //     bf16 to 96-97% on an H200 and every dtype to 97.5-99% on an H100, but fp16
-//     and fp32 stay at 93-94% on the H200. Also not it: a third of the row or
+//     and fp32 stayed at 93-94% on the H200; fp32 there now takes two blocks per
+//     SM with them late (affine_row's LATE), 93.4-95.4%. At 1 GiB the same
+//     kernels reach 96-98% on the H200: at 256 MiB a row of 32-64 KB per block
+//     leaves only 8-16 waves, and the first and last of them count. Not kept
+//     either (H200, same rounds, time before over after): a bulk prefetch into
+//     L2 (cp.async.bulk.prefetch.L2, or prefetch.global.L2 per line) of the row
+//     a block half a wave, a wave or two waves later takes: 0.96-1.01,
+//     0.81-0.93 and 0.75-0.78 (rows of 1,024 to 16,384); x loaded past L1
+//     (L1::no_allocate, or evict_first with evict_last for weight and bias) or
+//     the L1 given all the shared memory's share (carveout 0): 0.86-1.01 (fp32
+//     rows of 4,096 to 16,384). Also not it: a third of the row or
 //     more in shared memory (cp.async, no registers) so that 3 or 4 blocks fit
 //     per SM: H200, 256 MiB, same rounds, 92.6 -> 90.4-92.5 (fp32), 94.4 ->
 //     90.5-92.5 (fp16). Nor a row split over a cluster of 2 to 8 blocks of 128
@@ -1538,7 +1589,10 @@ cudaError_t launch_rows(const Launch<T>& l) {
         if (nvec == 256) return launch_affine<T, 128>(l);
         if (nvec == 1024 && fast_memory_per_sm()) return launch_affine<T, 512>(l);
         if (nvec == 2048) return launch_affine<T, 512, 4>(l);
-        if (nvec == 4096) return launch_affine<T, 512, 8>(l);
+        if (nvec == 4096) {
+          if (fast_memory_per_sm()) return launch_affine<T, 512, 8, true>(l);
+          return launch_affine<T, 512, 8>(l);
+        }
       }
     }
   }
