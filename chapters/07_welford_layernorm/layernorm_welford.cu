@@ -1508,7 +1508,11 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     0.81-0.93 and 0.75-0.78 (rows of 1,024 to 16,384); x loaded past L1
 //     (L1::no_allocate, or evict_first with evict_last for weight and bias) or
 //     the L1 given all the shared memory's share (carveout 0): 0.86-1.01 (fp32
-//     rows of 4,096 to 16,384). Also not it: a third of the row or
+//     rows of 4,096 to 16,384). fp16 spends more of the FP32 pipe than bf16 (a
+//     512 x 4 row: 480 instructions a thread, 99 of them HADD2.F32 conversions,
+//     where bf16 converts with integer shifts), but 4 fewer FP32 instructions a
+//     vector (pack_welford's squares summed in pairs, fmaf(a, a, b * b)) tied:
+//     1.000-1.004 (H200, rows of 128 to 16,384). Also not it: a third of the row or
 //     more in shared memory (cp.async, no registers) so that 3 or 4 blocks fit
 //     per SM: H200, 256 MiB, same rounds, 92.6 -> 90.4-92.5 (fp32), 94.4 ->
 //     90.5-92.5 (fp16). Nor a row split over a cluster of 2 to 8 blocks of 128
