@@ -810,9 +810,9 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // each SM; with them early it takes 128 and one block has the SM to itself,
 // which sits idle on memory while that block reduces. H200, 256 MiB, 40 paired
 // rounds, early time over late: 1.020 and 1.022 (92.1 -> 93.4 and 93.4 -> 95.4%
-// of a copy; two probes before, 92.2 -> 94.3 and 92.7 -> 94.4); H100 1.001, and
+// of a copy; two probes before, 92.2 -> 94.3 and 92.7 -> 94.4); H100 0.999, and
 // 0.993 at 1 GiB, so it keeps the early kernel. Not for 16-bit rows of 16,384
-// (512 x 4, two blocks per SM either way): H200 fp16 0.991-1.000, bf16
+// (512 x 4, two blocks per SM either way): H200 fp16 1.000-1.009, bf16
 // 0.984-0.993. Nor a leaf of the thread's whole slice (one two-pass over its 32
 // floats, then Chan's merge across threads, instead of a leaf per vector):
 // 1.003 against LATE.
