@@ -124,13 +124,13 @@ constexpr int kMaxGrid = 65535;                 // blocks loop over the rows bey
 constexpr int64_t kManyRows = 2048;             // "many rows": see launch_rows
 constexpr int64_t kFewRows = 256;               // "few rows": see launch_rows
 constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on the short-row path
-// The weight-and-bias-early kernels (layernorm_affine_rows_kernel and _block_kernel):
-// blocks per SM for VPT vectors a thread. 2 vectors: 1,536 threads at 40 registers
-// (fp32 blocks of 512: 2,048 at 32, see affine_row); 4: 1,024 at 64; 8: 512 at up
-// to 128 (no spill in any of them).
-template <typename T, int THREADS, int VPT>
+// The weight-and-bias kernels of affine_row (layernorm_affine_rows_kernel and
+// _block_kernel): blocks per SM for VPT vectors a thread. 2 vectors: 1,536 threads
+// at 40 registers (fp32 blocks of 512: 2,048 at 32); 4: 1,024 at 64; 8: 512 at up
+// to 128, or 1,024 at 64 with weight and bias late (LATE). No spill in any of them.
+template <typename T, int THREADS, int VPT, bool LATE = false>
 constexpr int kAffineBlocksPerSm =
-    (VPT <= 2 ? (sizeof(T) == 4 && THREADS == 512 ? 2048 : 1536) : VPT == 4 ? 1024 : 512) / THREADS;
+    (LATE ? 1024 : VPT <= 2 ? (sizeof(T) == 4 && THREADS == 512 ? 2048 : 1536) : VPT == 4 ? 1024 : 512) / THREADS;
 constexpr int64_t kMaxAffineRows = 0x7fffffff;  // they launch a block per row at most: gridDim.x's limit
 constexpr double kFastMemoryBytesPerSmPerUs = 32768;  // see fast_memory_per_sm
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -621,6 +621,16 @@ __device__ __forceinline__ void load_affine(const T* __restrict__ weight, const 
   }
 }
 
+// A thread's vectors as floats less the shift, each element converted once (see
+// kFloatRow in the block kernel).
+template <typename T, int N, int VPT>
+__device__ __forceinline__ void shifted_floats(const Pack<T, N> (&v)[VPT], float shift, Pack<float, N> (&f)[VPT]) {
+#pragma unroll
+  for (int k = 0; k < VPT; ++k)
+#pragma unroll
+    for (int e = 0; e < N; ++e) f[k].w[e] = v[k].get(e) - shift;
+}
+
 // y in T from the row's values held as T, or as floats (see kFloatRow).
 template <typename T, typename S, int N>
 __device__ __forceinline__ Pack<T, N> normalize_pack(const Pack<S, N>& v, const Norm& n,
@@ -770,10 +780,7 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
     Norm n;
     if constexpr (kFloatRow) {  // as in the block kernel below
       Pack<float, N> f[VPT];
-#pragma unroll
-      for (int k = 0; k < VPT; ++k)
-#pragma unroll
-        for (int e = 0; e < N; ++e) f[k].w[e] = v[k].get(e) - shift;
+      shifted_floats(v, shift, f);
       n = row_stats(method, f, nk, false, 0.0f, 0.0f, cols_f, inv_cols, eps, even, red);
       store_row(f, n);
     } else {
@@ -858,10 +865,7 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
     // bits as the other branch), weight and bias read after the reduction.
     const float shift = METHOD == 2 ? 0.0f : to_float(x[start]);  // "Shift" above
     Pack<float, N> f[VPT];
-#pragma unroll
-    for (int k = 0; k < VPT; ++k)
-#pragma unroll
-      for (int e = 0; e < N; ++e) f[k].w[e] = v[k].get(e) - shift;
+    shifted_floats(v, shift, f);
     const Norm n = row_stats(METHOD, f, VPT, false, 0.0f, 0.0f, cols, inv_cols, eps, true, red);
     if (live) {
 #pragma unroll
@@ -900,7 +904,7 @@ layernorm_affine_rows_kernel(const T* __restrict__ x, const T* __restrict__ weig
 }
 
 template <typename T, int THREADS, int VPT, int METHOD, bool LATE = false>
-__global__ void __launch_bounds__(THREADS, (LATE ? 1024 / THREADS : kAffineBlocksPerSm<T, THREADS, VPT>))
+__global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<T, THREADS, VPT, LATE>))
 layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                               T* __restrict__ y, float inv_cols, float eps) {
   constexpr int kWarps = THREADS / 32;
@@ -1044,10 +1048,7 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
     Norm n;
     if constexpr (kFloatRow) {
       Pack<float, N> f[VPT];
-#pragma unroll
-      for (int k = 0; k < VPT; ++k)
-#pragma unroll
-        for (int e = 0; e < N; ++e) f[k].w[e] = v[k].get(e) - shift;
+      shifted_floats(v, shift, f);
       // Statistics of the shifted floats with shift 0 (the compiler drops the
       // subtractions), so the Norm's center is 0 too; the edge needs the real one.
       const Norm nf = row_stats(method, f, nk, has_edge, edge - shift, 0.0f, cols_f, inv_cols, eps, even, red);
@@ -1593,10 +1594,7 @@ cudaError_t launch_rows(const Launch<T>& l) {
         if (nvec == 256) return launch_affine<T, 128>(l);
         if (nvec == 1024 && fast_memory_per_sm()) return launch_affine<T, 512>(l);
         if (nvec == 2048) return launch_affine<T, 512, 4>(l);
-        if (nvec == 4096) {
-          if (fast_memory_per_sm()) return launch_affine<T, 512, 8, true>(l);
-          return launch_affine<T, 512, 8>(l);
-        }
+        if (nvec == 4096) return fast_memory_per_sm() ? launch_affine<T, 512, 8, true>(l) : launch_affine<T, 512, 8>(l);
       }
     }
   }
