@@ -817,15 +817,17 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // each SM; with them early it takes 128 and one block has the SM to itself,
 // which sits idle on memory while that block reduces. H200, 256 MiB, 40 paired
 // rounds, early time over late: 1.020 and 1.022 (92.1 -> 93.4 and 93.4 -> 95.4%
-// of a copy; two probes before, 92.2 -> 94.3 and 92.7 -> 94.4); H100 0.999, and
+// of a copy; two probes before, 92.2 -> 94.3 and 92.7 -> 94.4; a 20-round run
+// after, 1.009 [1.004, 1.031], 93.0 -> 95.1); H100 0.999, and
 // 0.993 at 1 GiB, so it keeps the early kernel. Not for 16-bit rows of 16,384
 // (512 x 4, two blocks per SM either way): H200 fp16 1.000-1.009, bf16
 // 0.984-0.993. Nor a leaf of the thread's whole slice (one two-pass over its 32
 // floats, then Chan's merge across threads, instead of a leaf per vector):
 // 1.003 against LATE.
 // fp32 512 x 2 at 32 registers (four blocks per SM) against 40 (three), H200,
-// same ratio: 1.009, 1.009 (probe), 1.007, 1.013; torch.compile and Liger had
-// been 0.9-1.2% ahead at 4,096 floats in those rounds, and now tie. fp32 128 x 2
+// same ratio: 1.009, 1.009 (probe), 1.007, 1.013, and 0.999 in a 20-round run
+// after (a tie). In the first four, torch.compile and Liger were 0.8-1.2% ahead
+// of the 40-register kernel and tied with this one, as in notebook 07. fp32 128 x 2
 // (1,024 floats) measured 0.996 and 0.998 that way and keeps 40.
 // 256 MiB, 40 paired rounds, the time of the kernel taken before over this one's
 // (fp16, bf16; fp32), H200 / H100:
