@@ -75,7 +75,8 @@
 //     16,384 halves; 1,024, 8,192 and 16,384 floats; 4,096 of either on a GPU
 //     like the H200) take kernels that load weight and bias together with x and
 //     fit the row exactly (affine_row; on a GPU like the H200, rows of 16,384
-//     floats load them after the reduction, two blocks per SM).
+//     floats load them after the reduction, two blocks per SM; fp16 rows of
+//     16,384 load them after the reduction on every GPU, in program order).
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
 //   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
@@ -127,10 +128,15 @@ constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on t
 // The weight-and-bias kernels of affine_row (layernorm_affine_rows_kernel and
 // _block_kernel): blocks per SM for VPT vectors a thread. 2 vectors: 1,536 threads
 // at 40 registers (fp32 blocks of 512: 2,048 at 32); 4: 1,024 at 64; 8: 512 at up
-// to 128, or 1,024 at 64 with weight and bias late (LATE). No spill in any of them.
-template <typename T, int THREADS, int VPT, bool LATE = false>
+// to 128, or 1,024 at 64 with weight and bias late (WbLoad). No spill in any of them.
+// When affine_row reads weight and bias: together with x (kEarly); after the
+// reduction (kLate: fp32, the row held as shifted floats); after the reduction,
+// one vector at a time in program order (kInOrder: fp16, the row kept in T).
+enum class WbLoad { kEarly, kLate, kInOrder };
+template <typename T, int THREADS, int VPT, WbLoad WB = WbLoad::kEarly>
 constexpr int kAffineBlocksPerSm =
-    (LATE ? 1024 : VPT <= 2 ? (sizeof(T) == 4 && THREADS == 512 ? 2048 : 1536) : VPT == 4 ? 1024 : 512) / THREADS;
+    (WB != WbLoad::kEarly ? 1024 : VPT <= 2 ? (sizeof(T) == 4 && THREADS == 512 ? 2048 : 1536) : VPT == 4 ? 1024 : 512) /
+    THREADS;
 constexpr int64_t kMaxAffineRows = 0x7fffffff;  // they launch a block per row at most: gridDim.x's limit
 constexpr double kFastMemoryBytesPerSmPerUs = 32768;  // see fast_memory_per_sm
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -245,6 +251,32 @@ __device__ __forceinline__ void store_vec(P* dst, const P& v) {
   } else {
     *dst = v;
   }
+}
+
+// The same 16-byte load and store as inline PTX that the compiler keeps in
+// program order (asm volatile; the store also orders other memory accesses
+// around it). Plain loads of weight and bias after the reduction are all
+// hoisted above the first store, which a __restrict__ kernel allows (see
+// WbLoad::kInOrder in affine_row).
+template <typename P>
+__device__ __forceinline__ P load_vec_in_order(const P* src) {
+  static_assert(sizeof(P) == 16, "16-byte vectors only");
+  uint4 u;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+               : "l"(src));
+  P r;
+  std::memcpy(&r, &u, sizeof(P));
+  return r;
+}
+
+template <typename P>
+__device__ __forceinline__ void store_vec_in_order(P* dst, const P& v) {
+  static_assert(sizeof(P) == 16, "16-byte vectors only");
+  uint4 u;
+  std::memcpy(&u, &v, sizeof(P));
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w)
+               : "memory");
 }
 
 // ---- statistics ---------------------------------------------------------------
@@ -810,8 +842,9 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 //     (128 x 2), 8,192 (512 x 4) and 16,384 (512 x 8, one block per SM). Where
 //     the memory streams more bytes per SM (fast_memory_per_sm: an H200, not an
 //     H100), also 4,096 halves (256 x 2) and 4,096 floats (512 x 2, four blocks
-//     per SM at 32 registers), and 16,384 floats take LATE instead (below).
-// LATE (fp32 rows of 16,384 on such a GPU): weight and bias are read after the
+//     per SM at 32 registers), and 16,384 floats take kLate instead (below).
+//     fp16 rows of 16,384 take kInOrder on every GPU (below).
+// kLate (fp32 rows of 16,384 on such a GPU): weight and bias are read after the
 // reduction after all, and the row is held as shifted floats (the same bits as
 // the early kernel), so that 512 x 8 fits in 64 registers and two blocks share
 // each SM; with them early it takes 128 and one block has the SM to itself,
@@ -823,7 +856,25 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // (512 x 4, two blocks per SM either way): H200 fp16 1.000-1.009, bf16
 // 0.984-0.993. Nor a leaf of the thread's whole slice (one two-pass over its 32
 // floats, then Chan's merge across threads, instead of a leaf per vector):
-// 1.003 against LATE.
+// 1.003 against kLate.
+// kInOrder (fp16 rows of 16,384): the row stays in halves as in kEarly, and after
+// the reduction each vector's weight and bias are loaded just before its store,
+// through load_vec_in_order / store_vec_in_order. H200, 256 MiB, 40 paired rounds,
+// early time over this: 1.024 [1.017, 1.038], 1.026 [1.018, 1.029], 1.034 [1.026,
+// 1.042], 1.026 [1.018, 1.032] (93.7 -> 96.0, 94.0 -> 95.9, 94.3 -> 97.3, 93.7 ->
+// 95.7% of a copy), and 1.023 at 1 GiB; H100 1.000, 1.003 and 1.001 at 1 GiB.
+// What the order does is measured, not explained: the same loads written in plain
+// C++ are all hoisted above the first store (8 bytes spilled at 64 registers) and
+// tie with kEarly (1.008, 1.005), and so do they with a compiler barrier
+// (asm volatile("" ::: "memory")) after each store (1.006, 1.000). bf16 ties
+// (H200 0.999, 1.001; H100 0.999, 1.002) and keeps kEarly; kLate's fp32 rows
+// loaded this way lost (H200 0.969, 0.975). Not kept either, fp16 16,384 on the
+// H200: the row kept in halves with weight and bias late at 3 or 4 blocks of 512
+// x 4 per SM, 4 or 5 of 256 x 8, or 2 of 1,024 x 2 (each spills 20-124 bytes
+// at its register limit): 0.50-0.97; a leaner leaf for 16-bit rows (the mean
+// of the raw halves, the shift subtracted from it alone, and the squared
+// deviations summed by fma): 1.009, 1.010 at 16,384 but 0.994 at fp16 4,096 and
+// 0.992 at bf16 16,384.
 // fp32 512 x 2 at 32 registers (four blocks per SM) against 40 (three), H200,
 // same ratio: 1.009, 1.009 (probe), 1.007, 1.013, and 0.999 in a 20-round run
 // after (a tie). In the first four, torch.compile and Liger were 0.8-1.2% ahead
@@ -851,7 +902,7 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // 1,024 halves in 128 x 1 (0.92-0.96 / 1.010-1.015), 16,384 halves in 1,024 x 2
 // (0.74-0.75 / 0.89-0.90), and R rows a group sharing one weight load (128
 // columns, 2 to 8 rows: 0.64-1.00 against this kernel, H100).
-template <int METHOD, int VPT, int STRIDE, bool LATE = false, typename T, typename Reduce>
+template <int METHOD, int VPT, int STRIDE, WbLoad WB = WbLoad::kEarly, typename T, typename Reduce>
 __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __restrict__ weight,
                                            const T* __restrict__ bias, T* __restrict__ y, int64_t start, int t,
                                            bool live, float cols, float inv_cols, float eps, Reduce& red) {
@@ -862,7 +913,7 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
   P v[VPT];
 #pragma unroll
   for (int k = 0; k < VPT; ++k) v[k] = load_vec(xv + k * STRIDE);
-  if constexpr (LATE) {
+  if constexpr (WB == WbLoad::kLate) {
     // The row as shifted floats (as kFloatRow in layernorm_block_kernel: the same
     // bits as the other branch), weight and bias read after the reduction.
     const float shift = METHOD == 2 ? 0.0f : to_float(x[start]);  // "Shift" above
@@ -875,6 +926,20 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
         float w[N], b[N];
         load_affine<true, T, N>(weight, bias, static_cast<int64_t>(t + k * STRIDE) * N, true, w, b);
         store_vec(yv + k * STRIDE, normalize_pack<T>(f[k], n, w, b));
+      }
+    }
+  } else if constexpr (WB == WbLoad::kInOrder) {
+    // The statistics as in kEarly (the same bits), then each vector's weight and
+    // bias are read just before its store, so one vector of them is in registers.
+    const P* wv = reinterpret_cast<const P*>(weight) + t;
+    const P* bv = reinterpret_cast<const P*>(bias) + t;
+    const float shift = METHOD == 2 ? 0.0f : to_float(x[start]);
+    const Norm n = row_stats(METHOD, v, VPT, false, 0.0f, shift, cols, inv_cols, eps, true, red);
+    if (live) {
+#pragma unroll
+      for (int k = 0; k < VPT; ++k) {
+        const P w = load_vec_in_order(wv + k * STRIDE), b = load_vec_in_order(bv + k * STRIDE);
+        store_vec_in_order(yv + k * STRIDE, normalize_pack<T>(v[k], n, w, b));
       }
     }
   } else {
@@ -905,15 +970,15 @@ layernorm_affine_rows_kernel(const T* __restrict__ x, const T* __restrict__ weig
                            static_cast<float>(kCols), inv_cols, eps, red);
 }
 
-template <typename T, int THREADS, int VPT, int METHOD, bool LATE = false>
-__global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<T, THREADS, VPT, LATE>))
+template <typename T, int THREADS, int VPT, int METHOD, WbLoad WB = WbLoad::kEarly>
+__global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<T, THREADS, VPT, WB>))
 layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                               T* __restrict__ y, float inv_cols, float eps) {
   constexpr int kWarps = THREADS / 32;
   constexpr int64_t kCols = static_cast<int64_t>(THREADS) * VPT * (16 / sizeof(T));
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
-  affine_row<METHOD, VPT, THREADS, LATE>(x, weight, bias, y, static_cast<int64_t>(blockIdx.x) * kCols, threadIdx.x,
+  affine_row<METHOD, VPT, THREADS, WB>(x, weight, bias, y, static_cast<int64_t>(blockIdx.x) * kCols, threadIdx.x,
                                          true, static_cast<float>(kCols), inv_cols, eps, red);
 }
 
@@ -1340,7 +1405,7 @@ cudaError_t launch_warp(const Launch<T>& l) {
 // One of the weight-and-bias kernels of affine_row: G lanes a row (G < 64, 2 vectors a
 // lane) or, from G = 64, a block of G threads x VPT a row. No grid loop: the
 // caller keeps rows within gridDim.x (kMaxAffineRows).
-template <typename T, int G, int VPT = 2, bool LATE = false>
+template <typename T, int G, int VPT = 2, WbLoad WB = WbLoad::kEarly>
 cudaError_t launch_affine(const Launch<T>& l) {
   constexpr int64_t kRowsPerBlock = G < 64 ? kWarpPathThreads / G : 1;
   const auto grid = static_cast<unsigned>((l.rows + kRowsPerBlock - 1) / kRowsPerBlock);
@@ -1350,7 +1415,7 @@ cudaError_t launch_affine(const Launch<T>& l) {
       layernorm_affine_rows_kernel<T, G, M><<<grid, kWarpPathThreads, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.rows,
                                                                                      l.inv_cols, l.eps);
     } else {
-      layernorm_affine_block_kernel<T, G, VPT, M, LATE><<<grid, G, 0, l.stream>>>(l.x, l.weight, l.bias, l.y,
+      layernorm_affine_block_kernel<T, G, VPT, M, WB><<<grid, G, 0, l.stream>>>(l.x, l.weight, l.bias, l.y,
                                                                                   l.inv_cols, l.eps);
     }
     return cudaGetLastError();
@@ -1502,7 +1567,8 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     of 512 x 4 (16-bit) or 512 x 8 (fp32) that holds them (affine_row) lifted
 //     bf16 to 96-97% on an H200 and every dtype to 97.5-99% on an H100, but fp16
 //     and fp32 stayed at 93-94% on the H200; fp32 there now takes two blocks per
-//     SM with them late (affine_row's LATE), 93.4-95.4%. At 1 GiB the same
+//     SM with them late (affine_row's kLate), 93.4-95.4%; fp16 takes them late
+//     in program order (kInOrder), 95.7-97.3%. At 1 GiB the same
 //     kernels reach 96-98% on the H200: at 256 MiB a row of 32-64 KB per block
 //     leaves only 8-16 waves, and the first and last of them count. Not kept
 //     either (H200, same rounds, time before over after): a bulk prefetch into
@@ -1591,12 +1657,17 @@ cudaError_t launch_rows(const Launch<T>& l) {
         if (nvec == 128) return launch_affine<T, 64>(l);
         if (nvec == 256) return launch_affine<T, 128>(l);
         if (nvec == 512 && fast_memory_per_sm()) return launch_affine<T, 256>(l);
-        if (nvec == 2048) return launch_affine<T, 512, 4>(l);
+        if (nvec == 2048) {
+          if constexpr (std::is_same_v<T, __half>) return launch_affine<T, 512, 4, WbLoad::kInOrder>(l);
+          else return launch_affine<T, 512, 4>(l);
+        }
       } else {
         if (nvec == 256) return launch_affine<T, 128>(l);
         if (nvec == 1024 && fast_memory_per_sm()) return launch_affine<T, 512>(l);
         if (nvec == 2048) return launch_affine<T, 512, 4>(l);
-        if (nvec == 4096) return fast_memory_per_sm() ? launch_affine<T, 512, 8, true>(l) : launch_affine<T, 512, 8>(l);
+        if (nvec == 4096) {
+          return fast_memory_per_sm() ? launch_affine<T, 512, 8, WbLoad::kLate>(l) : launch_affine<T, 512, 8>(l);
+        }
       }
     }
   }
