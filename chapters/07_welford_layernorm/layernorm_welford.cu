@@ -874,7 +874,12 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // at its register limit): 0.50-0.97; a leaner leaf for 16-bit rows (the mean
 // of the raw halves, the shift subtracted from it alone, and the squared
 // deviations summed by fma): 1.009, 1.010 at 16,384 but 0.994 at fp16 4,096 and
-// 0.992 at bf16 16,384.
+// 0.992 at bf16 16,384. kInOrder in layernorm_affine_rows_kernel (fp16 rows of
+// 128 to 512, 256 MiB, 40 rounds, same ratio): H200 1.004-1.010 at 16 blocks per
+// SM (64 registers), 1.005-1.011 at 20, 0.997-1.002 at 24 (bf16 1.000), H100
+// 0.999-1.003: a gain under the bench's resolution, not kept. torch.compile was
+// 0.5-1.1% ahead of this kernel at fp16 128 on the H200 in those rounds (0.989-
+// 0.995) and tied on the H100.
 // fp32 512 x 2 at 32 registers (four blocks per SM) against 40 (three), H200,
 // same ratio: 1.009, 1.009 (probe), 1.007, 1.013, and 0.999 in a 20-round run
 // after (a tie). In the first four, torch.compile and Liger were 0.8-1.2% ahead
