@@ -171,9 +171,9 @@ def test_many_rows_with_weight_and_bias_loaded_early(ops, method, dtype):
     # fp32 rows of 1,024, 8,192 and 16,384 floats (a block a row); 4,096 of either
     # on a GPU whose memory is faster per SM (an H200), where 16,384 floats load
     # weight and bias after the reduction instead (WbLoad::kLate); fp16 rows of
-    # 16,384 load them after it on every GPU, in program order (kInOrder). Row counts that leave the
-    # last block part full, lengths around them (other kernels), a NaN row; weight
-    # and bias both, one, or none; out filled with NaN.
+    # 16,384 load them after it on every GPU, in program order (kInOrder). Row
+    # counts that leave the last block part full, lengths around them (other
+    # kernels), a NaN row; weight and bias both, one, or none; out filled with NaN.
     for cols, counts in (((64, 128, 136, 256, 512, 1024, 2048), (257, 4099, 70001)),
                          ((4096, 8192, 16384), (257, 1001))):
         for c in cols:

@@ -255,9 +255,8 @@ __device__ __forceinline__ void store_vec(P* dst, const P& v) {
 
 // The same 16-byte load and store as inline PTX that the compiler keeps in
 // program order (asm volatile; the store also orders other memory accesses
-// around it). Plain loads of weight and bias after the reduction are all
-// hoisted above the first store, which a __restrict__ kernel allows (see
-// WbLoad::kInOrder in affine_row).
+// around it). In a __restrict__ kernel the compiler may move plain loads above
+// earlier stores; these it may not (see WbLoad::kInOrder in affine_row).
 template <typename P>
 __device__ __forceinline__ P load_vec_in_order(const P* src) {
   static_assert(sizeof(P) == 16, "16-byte vectors only");
@@ -864,9 +863,9 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // 1.042], 1.026 [1.018, 1.032] (93.7 -> 96.0, 94.0 -> 95.9, 94.3 -> 97.3, 93.7 ->
 // 95.7% of a copy), and 1.023 at 1 GiB; H100 1.000, 1.003 and 1.001 at 1 GiB.
 // What the order does is measured, not explained: the same loads written in plain
-// C++ are all hoisted above the first store (8 bytes spilled at 64 registers) and
-// tie with kEarly (1.008, 1.005), and so do they with a compiler barrier
-// (asm volatile("" ::: "memory")) after each store (1.006, 1.000). bf16 ties
+// C++, which the compiler may move ahead of the stores (it spills 8 bytes at 64
+// registers there), tie with kEarly (1.008, 1.005), and so do they with a compiler
+// barrier (asm volatile("" ::: "memory")) after each store (1.006, 1.000). bf16 ties
 // (H200 0.999, 1.001; H100 0.999, 1.002) and keeps kEarly; kLate's fp32 rows
 // loaded this way lost (H200 0.969, 0.975). Not kept either, fp16 16,384 on the
 // H200: the row kept in halves with weight and bias late at 3 or 4 blocks of 512
