@@ -1565,7 +1565,9 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     rows a lane, weight and bias loaded once for them) tied: H100, this kernel's
 //     time over it, fp32 1.000-1.002, fp16/bf16 0.998-1.000 (4 rows at 20 blocks
 //     per SM spill and take 14-16% longer). fp32 as 8 lanes x 4 or 32 x 1 took
-//     0.3-0.9% and 0.5-1.2% longer (H100).
+//     0.3-0.9% and 0.5-1.2% longer (H100). Every 16-byte load as a plain
+//     ld.global (Triton's kind) rather than ld.global.nc: 0.998-1.004; with
+//     L1::no_allocate, 3.5-5.6% longer (H100, 128 columns, all three dtypes).
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
