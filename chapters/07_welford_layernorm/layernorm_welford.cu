@@ -134,9 +134,11 @@ constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on t
 // one vector at a time in program order (kInOrder: fp16, the row kept in T).
 enum class WbLoad { kEarly, kLate, kInOrder };
 template <typename T, int THREADS, int VPT, WbLoad WB = WbLoad::kEarly>
-constexpr int kAffineBlocksPerSm =
-    (WB != WbLoad::kEarly ? 1024 : VPT <= 2 ? (sizeof(T) == 4 && THREADS == 512 ? 2048 : 1536) : VPT == 4 ? 1024 : 512) /
-    THREADS;
+constexpr int kAffineBlocksPerSm = (WB != WbLoad::kEarly ? 1024
+                                    : VPT <= 2           ? (sizeof(T) == 4 && THREADS == 512 ? 2048 : 1536)
+                                    : VPT == 4           ? 1024
+                                                         : 512) /
+                                   THREADS;
 constexpr int64_t kMaxAffineRows = 0x7fffffff;  // they launch a block per row at most: gridDim.x's limit
 constexpr double kFastMemoryBytesPerSmPerUs = 32768;  // see fast_memory_per_sm
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -932,32 +934,33 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
         store_vec(yv + k * STRIDE, normalize_pack<T>(f[k], n, w, b));
       }
     }
-  } else if constexpr (WB == WbLoad::kInOrder) {
-    // The statistics as in kEarly (the same bits), then each vector's weight and
-    // bias are read just before its store, so one vector of them is in registers.
+  } else {
+    // The row kept in T. kEarly loads weight and bias here, with x; kInOrder
+    // reads each vector's just before its store (the same bits), so that one
+    // vector of them is in registers.
     const P* wv = reinterpret_cast<const P*>(weight) + t;
     const P* bv = reinterpret_cast<const P*>(bias) + t;
+    P w[VPT], b[VPT];
+    if constexpr (WB == WbLoad::kEarly) {
+#pragma unroll
+      for (int k = 0; k < VPT; ++k) {
+        w[k] = load_vec(wv + k * STRIDE);
+        b[k] = load_vec(bv + k * STRIDE);
+      }
+    }
     const float shift = METHOD == 2 ? 0.0f : to_float(x[start]);
     const Norm n = row_stats(METHOD, v, VPT, false, 0.0f, shift, cols, inv_cols, eps, true, red);
     if (live) {
 #pragma unroll
       for (int k = 0; k < VPT; ++k) {
-        const P w = load_vec_in_order(wv + k * STRIDE), b = load_vec_in_order(bv + k * STRIDE);
-        store_vec_in_order(yv + k * STRIDE, normalize_pack<T>(v[k], n, w, b));
+        if constexpr (WB == WbLoad::kInOrder) {
+          w[k] = load_vec_in_order(wv + k * STRIDE);
+          b[k] = load_vec_in_order(bv + k * STRIDE);
+          store_vec_in_order(yv + k * STRIDE, normalize_pack<T>(v[k], n, w[k], b[k]));
+        } else {
+          store_vec(yv + k * STRIDE, normalize_pack<T>(v[k], n, w[k], b[k]));
+        }
       }
-    }
-  } else {
-    P w[VPT], b[VPT];
-#pragma unroll
-    for (int k = 0; k < VPT; ++k) {
-      w[k] = load_vec(reinterpret_cast<const P*>(weight) + t + k * STRIDE);
-      b[k] = load_vec(reinterpret_cast<const P*>(bias) + t + k * STRIDE);
-    }
-    const float shift = METHOD == 2 ? 0.0f : to_float(x[start]);
-    const Norm n = row_stats(METHOD, v, VPT, false, 0.0f, shift, cols, inv_cols, eps, true, red);
-    if (live) {
-#pragma unroll
-      for (int k = 0; k < VPT; ++k) store_vec(yv + k * STRIDE, normalize_pack<T>(v[k], n, w[k], b[k]));
     }
   }
 }
@@ -1674,10 +1677,8 @@ cudaError_t launch_rows(const Launch<T>& l) {
         if (nvec == 128) return launch_affine<T, 64>(l);
         if (nvec == 256) return launch_affine<T, 128>(l);
         if (nvec == 512 && fast_memory_per_sm()) return launch_affine<T, 256>(l);
-        if (nvec == 2048) {
-          if constexpr (std::is_same_v<T, __half>) return launch_affine<T, 512, 4, WbLoad::kInOrder>(l);
-          else return launch_affine<T, 512, 4>(l);
-        }
+        constexpr WbLoad kWb = std::is_same_v<T, __half> ? WbLoad::kInOrder : WbLoad::kEarly;  // 16,384 halves
+        if (nvec == 2048) return launch_affine<T, 512, 4, kWb>(l);
       } else {
         if (nvec == 256) return launch_affine<T, 128>(l);
         if (nvec == 1024 && fast_memory_per_sm()) return launch_affine<T, 512>(l);
