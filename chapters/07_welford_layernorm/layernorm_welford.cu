@@ -73,7 +73,7 @@
 //     weight and bias load.
 //   * many aligned rows with weight and bias at some lengths (128 to 2,048 and
 //     16,384 halves; 1,024, 8,192 and 16,384 floats; 4,096 of either on a GPU
-//     like the H200) take kernels that load weight and bias together with x and
+//     like the H200, 128 floats on one like the H100) take kernels that load weight and bias together with x and
 //     fit the row exactly (affine_row; on a GPU like the H200, rows of 16,384
 //     floats load them after the reduction, two blocks per SM; fp16 rows of
 //     16,384 load them after the reduction on every GPU, in program order).
@@ -139,6 +139,11 @@ constexpr int kAffineBlocksPerSm = (WB != WbLoad::kEarly ? 1024
                                     : VPT == 4           ? 1024
                                                          : 512) /
                                    THREADS;
+// layernorm_affine_rows_kernel: as above for its 2 vectors a thread, and for fp32
+// rows 2 x 2 (16 floats a thread) 1,024 threads at 64 registers (40 spilled).
+template <typename T, int VPT, int R>
+constexpr int kAffineRowsBlocksPerSm = sizeof(T) == 4 && VPT * R > 2 ? 1024 / kWarpPathThreads
+                                                                     : kAffineBlocksPerSm<T, kWarpPathThreads, 2>;
 constexpr int64_t kMaxAffineRows = 0x7fffffff;  // they launch a block per row at most: gridDim.x's limit
 constexpr double kFastMemoryBytesPerSmPerUs = 32768;  // see fast_memory_per_sm
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -836,8 +841,11 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // (kAffineBlocksPerSm). The warp kernel with 8 x 2 and early weight and bias spilled
 // 40-136 bytes at 40 registers (it carries the peeled, partial-row and
 // absent-weight cases); at 64 it lost to its 4 x 4 late-weight shape.
-//   layernorm_affine_rows_kernel: 16-bit rows of 16, 32 or 64 vectors (128, 256,
-//     512 halves), G = 8, 16 or 32 lanes x 2 a row, 64-thread blocks.
+//   layernorm_affine_rows_kernel: G lanes x VPT vectors a row, R rows a thread,
+//     64-thread blocks. 128 halves as 16 x 1 with R = 2 (torch.compile's layout
+//     for them), 256 and 512 halves as 16 and 32 x 2; where the memory streams
+//     fewer bytes per SM (an H100: not fast_memory_per_sm), 128 floats as 16 x 2
+//     with R = 2 (an H200 keeps the warp kernel's 16 x 2). See "R rows" below.
 //   layernorm_affine_block_kernel: a row per block. 16-bit rows of 1,024 halves
 //     (64 x 2), 2,048 (128 x 2) and 16,384 (512 x 4); fp32 rows of 1,024 floats
 //     (128 x 2), 8,192 (512 x 4) and 16,384 (512 x 8, one block per SM). Where
@@ -881,6 +889,24 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // 0.999-1.003: a gain under the bench's resolution, not kept. torch.compile was
 // 0.5-1.1% ahead of this kernel at fp16 128 on the H200 in those rounds (0.989-
 // 0.995) and tied on the H100.
+// R rows (128 columns, 2026-11-24, 256 MiB, paired rounds, the time of the kernel
+// before over this one's; torch.compile's over this one's in the same rounds):
+// a thread's rows share its weight and bias loads, and each row's first element
+// comes by a shuffle. fp32 (16 x 2, R = 2, 64 registers), H100, six runs of 40-60
+// rounds: 1.004-1.008 for this shape (with the shift by a shuffle: 1.008, 1.008), torch.compile
+// 0.998-1.004 against 0.992-0.994 for the kernel before; the shift taken by a
+// load instead costs 0.2-0.3% (1.003, 1.002). On an H200 this shape measured
+// 0.995-0.999 against the warp kernel's 16 x 2, which there leads torch.compile by
+// 0.9-3.6%, so it keeps that. 16-bit (16 x 1, R = 2, 40 registers), measured with
+// the rows' merges interleaved by hand (the same speed as the loop here on the
+// H100: 1.000-1.002): H100 fp16 1.001-1.005, bf16 1.000-1.003 (torch.compile
+// 0.996-1.004); H200 fp16 1.006, 1.006, bf16 1.003, 1.000 (torch.compile 1.000,
+// 1.000, 0.996, 0.996, against 0.992-0.995 for the kernel before). Not kept: 4
+// rows a thread (H100: fp32 16 x 2 at 80 registers 1.007, 16-bit 8 x 2 0.98; 32 x
+// 1 floats or 16 x 1 halves at 56 registers: H100 1.001-1.006, H200 0.988-1.008),
+// 16-bit 16 x 1 with R = 1 (H100 1.006, but 80% of a copy on an H200: too few
+// bytes in flight), and 16 x 1 with R = 2 held to 32 registers, as torch.compile's
+// kernel is (it spills 28-36 bytes here: 82-88% of a copy, H100).
 // fp32 512 x 2 at 32 registers (four blocks per SM) against 40 (three), H200,
 // same ratio: 1.009, 1.009 (probe), 1.007, 1.013, and 0.999 in a 20-round run
 // after (a tie). In the first four, torch.compile and Liger were 0.8-1.2% ahead
@@ -904,34 +930,41 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // Not taken (ties, or a loss on one GPU): 8,192 halves 256 x 4 (1.005-1.006 /
 // 0.988; again 1.002 / -), 4,096 floats 256 x 4 (1.007, 1.005, 0.992 / 0.991,
 // 0.996), 8,192 halves 512 x 2 (0.974-0.988 on the H200), 4,096 halves 128 x 4
-// (0.991-0.992 / 0.988-0.989), 128 and 512 floats (0.995-1.008 / 1.001-1.004),
+// (0.991-0.992 / 0.988-0.989), 128 and 512 floats one row a thread (0.995-1.008 / 1.001-1.004),
 // 1,024 halves in 128 x 1 (0.92-0.96 / 1.010-1.015), 16,384 halves in 1,024 x 2
-// (0.74-0.75 / 0.89-0.90), and R rows a group sharing one weight load (128
-// columns, 2 to 8 rows: 0.64-1.00 against this kernel, H100).
-template <int METHOD, int VPT, int STRIDE, WbLoad WB = WbLoad::kEarly, typename T, typename Reduce>
+// (0.74-0.75 / 0.89-0.90), and an earlier R rows a group sharing one weight load
+// (128 columns, 2 to 8 rows: 0.64-1.00 against this kernel, H100; "R rows" above
+// is the version kept).
+// R rows a thread (R > 1: kEarly only), row j starting at element start[j]; the
+// thread's slot k of each row is vector t + k * STRIDE. Rows that are not live
+// (past the last row) are read at start 0 and not written.
+template <int METHOD, int VPT, int STRIDE, WbLoad WB = WbLoad::kEarly, int R = 1, typename T, typename Reduce>
 __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __restrict__ weight,
-                                           const T* __restrict__ bias, T* __restrict__ y, int64_t start, int t,
-                                           bool live, float cols, float inv_cols, float eps, Reduce& red) {
+                                           const T* __restrict__ bias, T* __restrict__ y,
+                                           const int64_t (&start)[R], int t, const bool (&live)[R], float cols,
+                                           float inv_cols, float eps, Reduce& red) {
+  static_assert(R == 1 || (WB == WbLoad::kEarly && STRIDE <= 32), "several rows a thread: a group of lanes each");
   constexpr int N = 16 / sizeof(T);
   using P = Pack<T, N>;
-  const P* xv = reinterpret_cast<const P*>(x + start) + t;
-  P* yv = reinterpret_cast<P*>(y + start) + t;
-  P v[VPT];
+  P v[R][VPT];
 #pragma unroll
-  for (int k = 0; k < VPT; ++k) v[k] = load_vec(xv + k * STRIDE);
+  for (int j = 0; j < R; ++j)
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) v[j][k] = load_vec(reinterpret_cast<const P*>(x + start[j]) + t + k * STRIDE);
+  const auto out = [&](int j) { return reinterpret_cast<P*>(y + start[j]) + t; };  // row j's slot 0
   if constexpr (WB == WbLoad::kLate) {
     // The row as shifted floats (as kFloatRow in layernorm_block_kernel: the same
     // bits as the other branch), weight and bias read after the reduction.
-    const float shift = METHOD == 2 ? 0.0f : to_float(x[start]);  // "Shift" above
+    const float shift = METHOD == 2 ? 0.0f : to_float(x[start[0]]);  // "Shift" above
     Pack<float, N> f[VPT];
-    shifted_floats(v, shift, f);
+    shifted_floats(v[0], shift, f);
     const Norm n = row_stats(METHOD, f, VPT, false, 0.0f, 0.0f, cols, inv_cols, eps, true, red);
-    if (live) {
+    if (live[0]) {
 #pragma unroll
       for (int k = 0; k < VPT; ++k) {
         float w[N], b[N];
         load_affine<true, T, N>(weight, bias, static_cast<int64_t>(t + k * STRIDE) * N, true, w, b);
-        store_vec(yv + k * STRIDE, normalize_pack<T>(f[k], n, w, b));
+        store_vec(out(0) + k * STRIDE, normalize_pack<T>(f[k], n, w, b));
       }
     }
   } else {
@@ -948,33 +981,59 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
         b[k] = load_vec(bv + k * STRIDE);
       }
     }
-    const float shift = METHOD == 2 ? 0.0f : to_float(x[start]);
-    const Norm n = row_stats(METHOD, v, VPT, false, 0.0f, shift, cols, inv_cols, eps, true, red);
-    if (live) {
+    // Each row's statistics in turn (the compiler interleaves the rows'
+    // shuffles: written interleaved by hand they measured the same). With
+    // several rows a thread, a row's first element ("Shift" above) comes from its
+    // group's first lane by a shuffle rather than a load: H100, fp32 128 columns,
+    // 256 MiB, 50 paired rounds, load time over shuffle 1.003, 1.002.
+    float shift[R];
+#pragma unroll
+    for (int j = 0; j < R; ++j) {
+      if constexpr (R > 1) shift[j] = METHOD == 2 ? 0.0f : __shfl_sync(kFullMask, v[j][0].get(0), 0, STRIDE);
+      else shift[j] = METHOD == 2 ? 0.0f : to_float(x[start[j]]);
+    }
+    Norm n[R];
+#pragma unroll
+    for (int j = 0; j < R; ++j)
+      n[j] = row_stats(METHOD, v[j], VPT, false, 0.0f, shift[j], cols, inv_cols, eps, true, red);
+#pragma unroll
+    for (int j = 0; j < R; ++j) {
+      if (!live[j]) continue;
+      P* const yv = out(j);
 #pragma unroll
       for (int k = 0; k < VPT; ++k) {
         if constexpr (WB == WbLoad::kInOrder) {
           w[k] = load_vec_in_order(wv + k * STRIDE);
           b[k] = load_vec_in_order(bv + k * STRIDE);
-          store_vec_in_order(yv + k * STRIDE, normalize_pack<T>(v[k], n, w[k], b[k]));
+          store_vec_in_order(yv + k * STRIDE, normalize_pack<T>(v[j][k], n[j], w[k], b[k]));
         } else {
-          store_vec(yv + k * STRIDE, normalize_pack<T>(v[k], n, w[k], b[k]));
+          store_vec(yv + k * STRIDE, normalize_pack<T>(v[j][k], n[j], w[k], b[k]));
         }
       }
     }
   }
 }
 
-template <typename T, int G, int METHOD>
-__global__ void __launch_bounds__(kWarpPathThreads, (kAffineBlocksPerSm<T, kWarpPathThreads, 2>))
+// G lanes x VPT vectors a row; a thread's R rows are kLayer apart, so the block's
+// rows are contiguous and each weight and bias load serves R rows.
+template <typename T, int G, int VPT, int R, int METHOD>
+__global__ void __launch_bounds__(kWarpPathThreads, (kAffineRowsBlocksPerSm<T, VPT, R>))
 layernorm_affine_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                              T* __restrict__ y, int64_t rows, float inv_cols, float eps) {
-  constexpr int64_t kCols = G * 2 * (16 / sizeof(T));
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * (kWarpPathThreads / G) + threadIdx.x / G;
-  const bool live = row < rows;  // a group past the last row reads row 0
+  constexpr int64_t kCols = G * VPT * (16 / sizeof(T));
+  constexpr int kLayer = kWarpPathThreads / G;  // rows the block's threads cover at once
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * (kLayer * R) + threadIdx.x / G;
+  int64_t start[R];
+  bool live[R];
+#pragma unroll
+  for (int j = 0; j < R; ++j) {
+    const int64_t row = first + j * kLayer;
+    live[j] = row < rows;  // a group past the last row reads row 0
+    start[j] = (live[j] ? row : 0) * kCols;
+  }
   GroupReduce<G> red;
-  affine_row<METHOD, 2, G>(x, weight, bias, y, (live ? row : 0) * kCols, threadIdx.x % G, live,
-                           static_cast<float>(kCols), inv_cols, eps, red);
+  affine_row<METHOD, VPT, G, WbLoad::kEarly, R>(x, weight, bias, y, start, threadIdx.x % G, live,
+                                                static_cast<float>(kCols), inv_cols, eps, red);
 }
 
 template <typename T, int THREADS, int VPT, int METHOD, WbLoad WB = WbLoad::kEarly>
@@ -985,8 +1044,10 @@ layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ wei
   constexpr int64_t kCols = static_cast<int64_t>(THREADS) * VPT * (16 / sizeof(T));
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
-  affine_row<METHOD, VPT, THREADS, WB>(x, weight, bias, y, static_cast<int64_t>(blockIdx.x) * kCols, threadIdx.x,
-                                         true, static_cast<float>(kCols), inv_cols, eps, red);
+  const int64_t start[1] = {static_cast<int64_t>(blockIdx.x) * kCols};
+  const bool live[1] = {true};
+  affine_row<METHOD, VPT, THREADS, WB>(x, weight, bias, y, start, threadIdx.x, live, static_cast<float>(kCols),
+                                       inv_cols, eps, red);
 }
 
 // Register budget of the block path: 64 registers a thread (two 512-thread
@@ -1409,18 +1470,19 @@ cudaError_t launch_warp(const Launch<T>& l) {
   return cudaGetLastError();
 }
 
-// One of the weight-and-bias kernels of affine_row: G lanes a row (G < 64, 2 vectors a
-// lane) or, from G = 64, a block of G threads x VPT a row. No grid loop: the
-// caller keeps rows within gridDim.x (kMaxAffineRows).
-template <typename T, int G, int VPT = 2, WbLoad WB = WbLoad::kEarly>
+// One of the weight-and-bias kernels of affine_row: G lanes x VPT vectors a row,
+// R rows a thread (G < 64), or, from G = 64, a block of G threads x VPT a row.
+// No grid loop: the caller keeps rows within gridDim.x (kMaxAffineRows).
+template <typename T, int G, int VPT = 2, WbLoad WB = WbLoad::kEarly, int R = 1>
 cudaError_t launch_affine(const Launch<T>& l) {
-  constexpr int64_t kRowsPerBlock = G < 64 ? kWarpPathThreads / G : 1;
+  static_assert(G < 64 || R == 1, "a block row is one row");
+  constexpr int64_t kRowsPerBlock = G < 64 ? kWarpPathThreads / G * R : 1;
   const auto grid = static_cast<unsigned>((l.rows + kRowsPerBlock - 1) / kRowsPerBlock);
   return with_method(l.method, [&](auto m) {
     constexpr int M = decltype(m)::value;
     if constexpr (G < 64) {
-      layernorm_affine_rows_kernel<T, G, M><<<grid, kWarpPathThreads, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.rows,
-                                                                                     l.inv_cols, l.eps);
+      layernorm_affine_rows_kernel<T, G, VPT, R, M><<<grid, kWarpPathThreads, 0, l.stream>>>(
+          l.x, l.weight, l.bias, l.y, l.rows, l.inv_cols, l.eps);
     } else {
       layernorm_affine_block_kernel<T, G, VPT, M, WB><<<grid, G, 0, l.stream>>>(l.x, l.weight, l.bias, l.y,
                                                                                   l.inv_cols, l.eps);
@@ -1542,7 +1604,7 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     two (3 or 4 vectors, 2 each): with 4 lanes most of them held nothing.
 //   Many aligned rows with weight and bias, of 128 to 2,048 or 16,384 halves, or
 //   1,024, 8,192 or 16,384 floats (and 4,096 of either where the memory is
-//   faster per SM): x, weight and bias loaded at once (affine_row has the
+//   faster per SM, 128 floats where it is not): x, weight and bias loaded at once (affine_row has the
 //   lengths and the numbers), before any of the cases below.
 //     H200, 256 MiB, % of a copy in the same rounds, 4 lanes -> this
 //     (torch.compile): 8 halves 20 -> 93 (99), 16 halves 37-38 -> 97 (99-100),
@@ -1565,7 +1627,7 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     them), 42 registers; under ncu 84.8 us against this kernel's 86.7, the same
 //     DRAM bytes, 16.6 M instructions against 25.4 M and 0.39 M load requests
 //     against 0.92 M. That layout here (G lanes of one vector a row, R = 2 or 4
-//     rows a lane, weight and bias loaded once for them) tied: H100, this kernel's
+//     rows a lane, weight and bias loaded once for them) tied in the warp kernel: H100, this kernel's
 //     time over it, fp32 1.000-1.002, fp16/bf16 0.998-1.000 (4 rows at 20 blocks
 //     per SM spill and take 14-16% longer). fp32 as 8 lanes x 4 or 32 x 1 took
 //     0.3-0.9% and 0.5-1.2% longer (H100). Every 16-byte load as a plain
@@ -1671,7 +1733,7 @@ cudaError_t launch_rows(const Launch<T>& l) {
   if constexpr (!PEEL && N > 1) {  // many rows with weight and bias, of these lengths: see affine_row
     if (l.rows > kFewRows && l.rows <= kMaxAffineRows && l.weight != nullptr && l.bias != nullptr) {
       if constexpr (N == 8) {
-        if (nvec == 16) return launch_affine<T, 8>(l);
+        if (nvec == 16) return launch_affine<T, 16, 1, WbLoad::kEarly, 2>(l);  // 128 halves
         if (nvec == 32) return launch_affine<T, 16>(l);
         if (nvec == 64) return launch_affine<T, 32>(l);
         if (nvec == 128) return launch_affine<T, 64>(l);
@@ -1680,6 +1742,7 @@ cudaError_t launch_rows(const Launch<T>& l) {
         constexpr WbLoad kWb = std::is_same_v<T, __half> ? WbLoad::kInOrder : WbLoad::kEarly;  // 16,384 halves
         if (nvec == 2048) return launch_affine<T, 512, 4, kWb>(l);
       } else {
+        if (nvec == 32 && !fast_memory_per_sm()) return launch_affine<T, 16, 2, WbLoad::kEarly, 2>(l);  // 128 floats
         if (nvec == 256) return launch_affine<T, 128>(l);
         if (nvec == 1024 && fast_memory_per_sm()) return launch_affine<T, 512>(l);
         if (nvec == 2048) return launch_affine<T, 512, 4>(l);
