@@ -95,13 +95,13 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved, 2026-11-24. NVIDIA H100 (code 320e11fe450f; copy ~2,852-2,979 GB/s;
+//                moved, 2026-11-24, code 6f3fddb467cb. NVIDIA H100 (copy ~2,844-2,978 GB/s;
 //                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
-//                65,536: fp32 99.2 / 99.9 / 100.4 / 99.9 / 97.8 / 67.9%, fp16 99.4 / 99.5 / 100.1 /
-//                100.2 / 99.1 / 91.0%, bf16 99.8 / 99.6 / 100.4 / 99.8 / 98.9 / 89.8%. NVIDIA H200
-//                (code 1a7ed0cb826d; copy ~3,899-4,059 GB/s; chapter notebook), rows of 128 / 1,024 /
-//                4,096 / 16,384 / 65,536: fp32 98.8 / 99.5 / 98.7 / 96.3 / 62.5%, fp16 98.4 / 99.4 /
-//                98.2 / 96.0 / 79.2%, bf16 98.6 / 99.4 / 97.8 / 95.3 / 78.7%.
+//                65,536: fp32 100.8 / 99.6 / 100.0 / 99.7 / 97.4 / 68.1%, fp16 99.9 / 99.1 / 100.1 /
+//                99.7 / 98.9 / 91.4%, bf16 100.0 / 99.4 / 100.0 / 99.5 / 99.4 / 89.9%. NVIDIA H200
+//                (copy ~3,899-4,055 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384 /
+//                65,536: fp32 100.3 / 99.4 / 97.8 / 95.8 / 62.1%, fp16 99.3 / 99.1 / 98.8 / 96.0 /
+//                78.9%, bf16 98.5 / 99.4 / 99.1 / 96.5 / 79.2%.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 
