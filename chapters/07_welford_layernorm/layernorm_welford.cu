@@ -906,7 +906,13 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // 1 floats or 16 x 1 halves at 56 registers: H100 1.001-1.006, H200 0.988-1.008),
 // 16-bit 16 x 1 with R = 1 (H100 1.006, but 80% of a copy on an H200: too few
 // bytes in flight), and 16 x 1 with R = 2 held to 32 registers, as torch.compile's
-// kernel is (it spills 28-36 bytes here: 82-88% of a copy, H100).
+// kernel is (it spills 28-36 bytes here: 82-88% of a copy, H100). At 32 registers
+// it spills 32-44 bytes even with weight and bias read after the reduction, a leaf
+// of per-element Welford updates instead of the two-pass leaf, or 32-bit offsets
+// within the block (ptxas, sm_90). Its layout is this one (rows r and r + 4 of 8 a
+// thread, 16 lanes a row), so what is left at 16-bit 128 columns (H100 0.994-0.998,
+// H200 0.991-1.000 in the runs above and the stored ones) is likely those 8
+// registers: 1,600 threads per SM here against its 2,048.
 // fp32 512 x 2 at 32 registers (four blocks per SM) against 40 (three), H200,
 // same ratio: 1.009, 1.009 (probe), 1.007, 1.013, and 0.999 in a 20-round run
 // after (a tie). In the first four, torch.compile and Liger were 0.8-1.2% ahead
