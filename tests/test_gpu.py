@@ -125,9 +125,9 @@ def test_bad_inputs_raise_and_leave_the_context_usable(kernel):
     check.verify(op, ops, [(3, 100)], dtype, "cuda", variant)
 
 
-def test_past_2_to_31_elements(kernel):
+@pytest.mark.parametrize("cols", [4096, 128])  # 128: short rows, several a warp (chapter 07: two a thread)
+def test_past_2_to_31_elements(kernel, cols):
     op, ops, dtype, variant = kernel
-    cols = 4096
     rows = (2**31) // cols + 3  # the last rows start beyond 2^31 elements
     size = torch.empty((), dtype=dtype).element_size()
     if torch.cuda.mem_get_info()[0] < 2.5 * rows * cols * size:
