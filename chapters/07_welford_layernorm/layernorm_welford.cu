@@ -1481,7 +1481,7 @@ cudaError_t launch_warp(const Launch<T>& l) {
 // No grid loop: the caller keeps rows within gridDim.x (kMaxAffineRows).
 template <typename T, int G, int VPT = 2, WbLoad WB = WbLoad::kEarly, int R = 1>
 cudaError_t launch_affine(const Launch<T>& l) {
-  static_assert(G < 64 || R == 1, "a block row is one row");
+  static_assert(G < 64 || R == 1, "a block of G threads holds one row");
   constexpr int64_t kRowsPerBlock = G < 64 ? kWarpPathThreads / G * R : 1;
   const auto grid = static_cast<unsigned>((l.rows + kRowsPerBlock - 1) / kRowsPerBlock);
   return with_method(l.method, [&](auto m) {
