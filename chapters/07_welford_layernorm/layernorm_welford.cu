@@ -907,12 +907,17 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // 16-bit 16 x 1 with R = 1 (H100 1.006, but 80% of a copy on an H200: too few
 // bytes in flight), and 16 x 1 with R = 2 held to 32 registers, as torch.compile's
 // kernel is (it spills 28-36 bytes here: 82-88% of a copy, H100). At 32 registers
-// it spills 32-44 bytes even with weight and bias read after the reduction, a leaf
+// it spills 32-52 bytes even with weight and bias read after the reduction, a leaf
 // of per-element Welford updates instead of the two-pass leaf, or 32-bit offsets
-// within the block (ptxas, sm_90). Its layout is this one (rows r and r + 4 of 8 a
-// thread, 16 lanes a row), so what is left at 16-bit 128 columns (H100 0.994-0.998,
-// H200 0.991-1.000 in the runs above and the stored ones) is likely those 8
-// registers: 1,600 threads per SM here against its 2,048.
+// within the block (ptxas, sm_90): it is the row held through the statistics that
+// does not fit. Read again for the normalize instead (an asm volatile load, which
+// the compiler can not merge with the first; mostly an L1 hit), the row fits 32
+// registers without a spill, 2,048 threads per SM as in torch.compile's kernel, but
+// the kernel was slower: H100, 2 x 60 rounds, this one's time over it 0.986-0.995
+// (at 40 registers 0.996-0.998). torch.compile's layout is this one (rows r and r +
+// 4 of 8 a thread, 16 lanes a row); what is left at 16-bit 128 columns (H100
+// 0.994-1.000, H200 0.991-1.000 in the runs above and the stored ones) is not
+// explained.
 // fp32 512 x 2 at 32 registers (four blocks per SM) against 40 (three), H200,
 // same ratio: 1.009, 1.009 (probe), 1.007, 1.013, and 0.999 in a 20-round run
 // after (a tie). In the first four, torch.compile and Liger were 0.8-1.2% ahead
