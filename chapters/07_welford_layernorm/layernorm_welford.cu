@@ -73,10 +73,11 @@
 //     weight and bias load.
 //   * many aligned rows with weight and bias at some lengths (128 to 2,048 and
 //     16,384 halves; 1,024, 8,192 and 16,384 floats; 4,096 of either on a GPU
-//     like the H200, 128 floats on one like the H100) take kernels that load weight and bias together with x and
-//     fit the row exactly (affine_row; on a GPU like the H200, rows of 16,384
-//     floats load them after the reduction, two blocks per SM; fp16 rows of
-//     16,384 load them after the reduction on every GPU, in program order).
+//     like the H200, 128 floats on one like the H100) take kernels that load
+//     weight and bias together with x and fit the row exactly (affine_row; rows
+//     of 128 two to a thread; on a GPU like the H200, rows of 16,384 floats load
+//     them after the reduction, two blocks per SM; fp16 rows of 16,384 load them
+//     after the reduction on every GPU, in program order).
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
 //   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
