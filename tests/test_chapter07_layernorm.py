@@ -170,7 +170,7 @@ def test_many_rows_with_weight_and_bias_loaded_early(ops, method, dtype):
     # (groups of 16 or 32 lanes, no grid loop; at 128 each thread holds two rows, so
     # the NaN row shares its threads with a clean one), 1,024, 2,048 and 16,384 halves,
     # and fp32 rows of 1,024, 8,192 and 16,384 floats (a block a row); 128 floats
-    # (two rows a thread) on a GPU whose memory is slower per SM (an H100); 4,096
+    # (two rows a thread; groups past the last row rewrite it); 4,096
     # of either on a GPU whose memory is faster per SM (an H200), where 16,384 floats load
     # weight and bias after the reduction instead (WbLoad::kLate); fp16 rows of
     # 16,384 load them after it on every GPU, in program order (kInOrder). Row

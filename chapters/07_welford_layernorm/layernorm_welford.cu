@@ -72,8 +72,8 @@
 //     to 2,048 aligned vectors go two to a block, and the two rows share each
 //     weight and bias load.
 //   * many aligned rows with weight and bias at some lengths (128 to 2,048 and
-//     16,384 halves; 1,024, 8,192 and 16,384 floats; 4,096 of either on a GPU
-//     like the H200, 128 floats on one like the H100) take kernels that load
+//     16,384 halves; 128, 1,024, 8,192 and 16,384 floats; 4,096 of either on a
+//     GPU like the H200) take kernels that load
 //     weight and bias together with x and fit the row exactly (affine_row; rows
 //     of 128 two to a thread; on a GPU like the H200, rows of 16,384 floats load
 //     them after the reduction, two blocks per SM; fp16 rows of 16,384 load them
@@ -341,10 +341,13 @@ __device__ __forceinline__ Stats pack_welford(const Pack<T, N>& p, float shift) 
 // a row holding a full slice): b's share is exactly 1/2, so there is no division,
 // and the result is symmetric in a and b (a + b, and d * d with d = -d on the
 // other side), so the two partners of a butterfly end with the same bits.
-// half_n: each side's count / 2.
-__device__ __forceinline__ Stats even_merge(Stats a, Stats b, float half_n) {
+// Here each `mean` is the side's mean scaled by 2^-k, k the number of merges still
+// to come (see group_merge_even): the merged mean, (a + b) / 2, is then a + b at
+// its own scale, and M2's term (mb - ma)^2 * n / 4 (n the merged count) is
+// d^2 * c with c = n / 4 * 4^k.
+__device__ __forceinline__ Stats even_merge(Stats a, Stats b, float c) {
   const float d = b.mean - a.mean;
-  return {a.n + b.n, (a.mean + b.mean) * 0.5f, (a.m2 + b.m2) + d * (d * half_n)};
+  return {a.n + b.n, a.mean + b.mean, (a.m2 + b.m2) + d * (d * c)};
 }
 
 // One Welford step with a run-time count (the peeled path's head/tail
@@ -354,7 +357,10 @@ __device__ __forceinline__ Stats welford_push(Stats s, float v) { return chan_me
 // A thread's vectors v[0..VPT) of which the first `nk` belong to the row (slots
 // past the row's end are always at the back, so the valid ones are a prefix).
 // Slot k is merged into the running statistics of slots 0..k-1, whose count is
-// k * N: b's share is 1 / (k + 1), a compile-time constant again.
+// k * N: b's share is 1 / (k + 1), a compile-time constant again. Slot 0 is
+// taken as it is: merged into the empty statistics it would come out the same
+// (up to the sign of a zero mean), but the compiler must keep the d * 0 terms
+// (d could be inf), four instructions a row.
 template <typename T, int N, int VPT>
 __device__ __forceinline__ Stats thread_welford(const Pack<T, N> (&v)[VPT], int nk, float shift) {
   Stats s{0.0f, 0.0f, 0.0f};
@@ -362,6 +368,10 @@ __device__ __forceinline__ Stats thread_welford(const Pack<T, N> (&v)[VPT], int 
   for (int k = 0; k < VPT; ++k) {
     if (k < nk) {
       const Stats p = pack_welford(v[k], shift);
+      if (k == 0) {
+        s = p;
+        continue;
+      }
       const float f = 1.0f / static_cast<float>(k + 1);
       const float d = p.mean - s.mean;
       s.mean += d * f;
@@ -438,13 +448,21 @@ __device__ __forceinline__ Stats group_merge(Stats s) {
 }
 
 // Every lane of the group holds the same count: a butterfly of even_merge, and
-// every lane ends with the group's statistics, the same bits in each.
+// every lane ends with the group's statistics, the same bits in each. The mean
+// travels scaled by 1/G, so that each level adds the two means where it would
+// add and halve them, and the last level leaves the mean itself: one instruction
+// less a level. Powers of two scale exactly, so the bits are those of the
+// unscaled merge, unless a mean is so small (below 2^-126 * G) that the scaled
+// one is subnormal. At the level of offset o the sides hold s.n elements each and
+// their means are scaled by o / G (even_merge's k = log2(G / o)).
 template <int G>
 __device__ __forceinline__ Stats group_merge_even(Stats s) {
+  s.mean *= 1.0f / static_cast<float>(G);
 #pragma unroll
   for (int o = 1; o < G; o <<= 1) {
     const Stats t{s.n, __shfl_xor_sync(kFullMask, s.mean, o), __shfl_xor_sync(kFullMask, s.m2, o)};
-    s = even_merge(s, t, 0.5f * s.n);
+    const float scale = static_cast<float>(G / o) * static_cast<float>(G / o);  // 4^k
+    s = even_merge(s, t, 0.5f * s.n * scale);
   }
   return s;
 }
@@ -844,9 +862,8 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // absent-weight cases); at 64 it lost to its 4 x 4 late-weight shape.
 //   layernorm_affine_rows_kernel: G lanes x VPT vectors a row, R rows a thread,
 //     64-thread blocks. 128 halves as 16 x 1 with R = 2 (torch.compile's layout
-//     for them), 256 and 512 halves as 16 and 32 x 2; where the memory streams
-//     fewer bytes per SM (an H100: not fast_memory_per_sm), 128 floats as 16 x 2
-//     with R = 2 (an H200 keeps the warp kernel's 16 x 2). See "R rows" below.
+//     for them), 128 floats as 16 x 2 with R = 2, 256 and 512 halves as 16 and
+//     32 x 2. See "R rows" and "Instructions" below.
 //   layernorm_affine_block_kernel: a row per block. 16-bit rows of 1,024 halves
 //     (64 x 2), 2,048 (128 x 2) and 16,384 (512 x 4); fp32 rows of 1,024 floats
 //     (128 x 2), 8,192 (512 x 4) and 16,384 (512 x 8, one block per SM). Where
@@ -897,8 +914,8 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // rounds: 1.004-1.008 for this shape (with the shift by a shuffle: 1.008, 1.008), torch.compile
 // 0.998-1.004 against 0.992-0.994 for the kernel before; the shift taken by a
 // load instead costs 0.2-0.3% (1.003, 1.002). On an H200 this shape measured
-// 0.995-0.999 against the warp kernel's 16 x 2, which there leads torch.compile by
-// 0.9-3.6%, so it keeps that. 16-bit (16 x 1, R = 2, 40 registers), measured with
+// 0.995-0.999 against the warp kernel's 16 x 2 at first, and ahead of it once both
+// issued fewer instructions (below). 16-bit (16 x 1, R = 2, 40 registers), measured with
 // the rows' merges interleaved by hand (the same speed as the loop here on the
 // H100: 1.000-1.002): H100 fp16 1.001-1.005, bf16 1.000-1.003 (torch.compile
 // 0.996-1.004); H200 fp16 1.006, 1.006, bf16 1.003, 1.000 (torch.compile 1.000,
@@ -916,9 +933,29 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // registers without a spill, 2,048 threads per SM as in torch.compile's kernel, but
 // the kernel was slower: H100, 2 x 60 rounds, this one's time over it 0.986-0.995
 // (at 40 registers 0.996-0.998). torch.compile's layout is this one (rows r and r +
-// 4 of 8 a thread, 16 lanes a row); what is left at 16-bit 128 columns (H100
-// 0.994-1.000, H200 0.991-1.000 in the runs above and the stored ones) is not
-// explained.
+// 4 of 8 a thread, 16 lanes a row); what was left at 16-bit 128 columns (H100
+// 0.994-1.000, H200 0.991-1.000 in the runs above) was the instruction count.
+// Instructions (2026-11-24): streaming at a copy's speed, an H200 SM must finish a
+// block of eight rows of 128 halves (4 KB read and written) about every 135 ns,
+// some 270 cycles; at 308 instructions a thread the block's two warps issued 616
+// in that time, more than half of what the SM's four schedulers can (an H100 SM
+// has about 190 ns a block). The kernel issued more than torch.compile's: its
+// Triton kernel for these rows is 229 (fp16) and 239 (bf16) instructions as
+// Triton 3.8 compiles it for sm_90, barriers and shared-memory layout changes
+// included. Three changes cut ours to 255 (fp32 16 x 2: 264 to 227), with the
+// same bits on every row checked: group_merge_even carries the mean scaled so
+// that each level adds where it added and halved, thread_welford takes a
+// thread's first vector as it is, and a group past the last row reads and
+// writes the last row again, so that the kernel has no branch (one around each
+// row's store had the compiler convert weight and bias once per row). Paired
+// rounds, 256 MiB, the time of the kernel before over this one's (torch.compile's
+// over this one's): H200 bf16 1.015 [1.008, 1.018] (1.000) and 1.008 (1.002),
+// fp16 1.004 (1.004); H100 bf16 1.007 (1.002), fp16 1.001 (1.001), fp32 1.000
+// (1.002), 40-60 rounds. Before them the same two H200 kernels, one of them
+// copied under a second name (the bench's own error), differed by 0.995-1.006
+// while torch.compile led at bf16 by 0.6-1.1% under four round orders. With
+// them, 128 floats in 16 x 2 with R = 2 lead the warp kernel on the H200 too
+// (1.016, 1.011, 1.008; 50 rounds each), so every GPU takes it.
 // fp32 512 x 2 at 32 registers (four blocks per SM) against 40 (three), H200,
 // same ratio: 1.009, 1.009 (probe), 1.007, 1.013, and 0.999 in a 20-round run
 // after (a tie). In the first four, torch.compile and Liger were 0.8-1.2% ahead
@@ -948,12 +985,12 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // (128 columns, 2 to 8 rows: 0.64-1.00 against this kernel, H100; "R rows" above
 // is the version kept).
 // R rows a thread (R > 1: kEarly only), row j starting at element start[j]; the
-// thread's slot k of each row is vector t + k * STRIDE. Rows that are not live
-// (past the last row) are read at start 0 and not written.
+// thread's slot k of each row is vector t + k * STRIDE. Every row is read and
+// written (see layernorm_affine_rows_kernel for the groups past the last row).
 template <int METHOD, int VPT, int STRIDE, WbLoad WB = WbLoad::kEarly, int R = 1, typename T, typename Reduce>
 __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __restrict__ weight,
                                            const T* __restrict__ bias, T* __restrict__ y,
-                                           const int64_t (&start)[R], int t, const bool (&live)[R], float cols,
+                                           const int64_t (&start)[R], int t, float cols,
                                            float inv_cols, float eps, Reduce& red) {
   static_assert(R == 1 || (WB == WbLoad::kEarly && STRIDE <= 32), "several rows a thread: a group of lanes each");
   constexpr int N = 16 / sizeof(T);
@@ -971,13 +1008,11 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
     Pack<float, N> f[VPT];
     shifted_floats(v[0], shift, f);
     const Norm n = row_stats(METHOD, f, VPT, false, 0.0f, 0.0f, cols, inv_cols, eps, true, red);
-    if (live[0]) {
 #pragma unroll
-      for (int k = 0; k < VPT; ++k) {
-        float w[N], b[N];
-        load_affine<true, T, N>(weight, bias, static_cast<int64_t>(t + k * STRIDE) * N, true, w, b);
-        store_vec(out(0) + k * STRIDE, normalize_pack<T>(f[k], n, w, b));
-      }
+    for (int k = 0; k < VPT; ++k) {
+      float w[N], b[N];
+      load_affine<true, T, N>(weight, bias, static_cast<int64_t>(t + k * STRIDE) * N, true, w, b);
+      store_vec(out(0) + k * STRIDE, normalize_pack<T>(f[k], n, w, b));
     }
   } else {
     // The row kept in T. kEarly loads weight and bias here, with x; kInOrder
@@ -1010,7 +1045,6 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
       n[j] = row_stats(METHOD, v[j], VPT, false, 0.0f, shift[j], cols, inv_cols, eps, true, red);
 #pragma unroll
     for (int j = 0; j < R; ++j) {
-      if (!live[j]) continue;
       P* const yv = out(j);
 #pragma unroll
       for (int k = 0; k < VPT; ++k) {
@@ -1034,17 +1068,17 @@ layernorm_affine_rows_kernel(const T* __restrict__ x, const T* __restrict__ weig
                              T* __restrict__ y, int64_t rows, float inv_cols, float eps) {
   constexpr int64_t kCols = G * VPT * (16 / sizeof(T));
   constexpr int kLayer = kWarpPathThreads / G;  // rows the block's threads cover at once
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * (kLayer * R) + threadIdx.x / G;
+  // A group past the last row reads and writes the last row again. It computes the
+  // same bits as that row's own group, so its write changes nothing, and the
+  // kernel has no branch: with one around each row's store the compiler converted
+  // weight and bias once per row. Rows fit 32 bits here (kMaxAffineRows).
+  const unsigned first = blockIdx.x * (kLayer * R) + threadIdx.x / G;
+  const unsigned last = static_cast<unsigned>(rows - 1);
   int64_t start[R];
-  bool live[R];
 #pragma unroll
-  for (int j = 0; j < R; ++j) {
-    const int64_t row = first + j * kLayer;
-    live[j] = row < rows;  // a group past the last row reads row 0
-    start[j] = (live[j] ? row : 0) * kCols;
-  }
+  for (int j = 0; j < R; ++j) start[j] = static_cast<int64_t>(min(first + j * kLayer, last)) * kCols;
   GroupReduce<G> red;
-  affine_row<METHOD, VPT, G, WbLoad::kEarly, R>(x, weight, bias, y, start, threadIdx.x % G, live,
+  affine_row<METHOD, VPT, G, WbLoad::kEarly, R>(x, weight, bias, y, start, threadIdx.x % G,
                                                 static_cast<float>(kCols), inv_cols, eps, red);
 }
 
@@ -1057,9 +1091,8 @@ layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ wei
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
   const int64_t start[1] = {static_cast<int64_t>(blockIdx.x) * kCols};
-  const bool live[1] = {true};
-  affine_row<METHOD, VPT, THREADS, WB>(x, weight, bias, y, start, threadIdx.x, live, static_cast<float>(kCols),
-                                       inv_cols, eps, red);
+  affine_row<METHOD, VPT, THREADS, WB>(x, weight, bias, y, start, threadIdx.x, static_cast<float>(kCols), inv_cols,
+                                       eps, red);
 }
 
 // Register budget of the block path: 64 registers a thread (two 512-thread
@@ -1437,7 +1470,7 @@ int sm_count() {
 
 // Whether the current GPU's memory streams more than kFastMemoryBytesPerSmPerUs
 // bytes per SM per microsecond (false if a query fails): an H200 36.5 KB (4.8
-// TB/s over 132 SMs), an H100 25.4 KB (3.35 TB/s). Two kernel choices differ
+// TB/s over 132 SMs), an H100 25.4 KB (3.35 TB/s). Some kernel choices differ
 // between the two (launch_rows). The peak is two transfers per memory clock,
 // each the width of the bus.
 bool fast_memory_per_sm() {
@@ -1615,8 +1648,8 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     Many aligned rows of 1 to 4 vectors go to one lane (1 or 2 vectors) or
 //     two (3 or 4 vectors, 2 each): with 4 lanes most of them held nothing.
 //   Many aligned rows with weight and bias, of 128 to 2,048 or 16,384 halves, or
-//   1,024, 8,192 or 16,384 floats (and 4,096 of either where the memory is
-//   faster per SM, 128 floats where it is not): x, weight and bias loaded at once (affine_row has the
+//   128, 1,024, 8,192 or 16,384 floats (and 4,096 of either where the memory is
+//   faster per SM): x, weight and bias loaded at once (affine_row has the
 //   lengths and the numbers), before any of the cases below.
 //     H200, 256 MiB, % of a copy in the same rounds, 4 lanes -> this
 //     (torch.compile): 8 halves 20 -> 93 (99), 16 halves 37-38 -> 97 (99-100),
@@ -1754,7 +1787,7 @@ cudaError_t launch_rows(const Launch<T>& l) {
         constexpr WbLoad kWb = std::is_same_v<T, __half> ? WbLoad::kInOrder : WbLoad::kEarly;  // 16,384 halves
         if (nvec == 2048) return launch_affine<T, 512, 4, kWb>(l);
       } else {
-        if (nvec == 32 && !fast_memory_per_sm()) return launch_affine<T, 16, 2, WbLoad::kEarly, 2>(l);  // 128 floats
+        if (nvec == 32) return launch_affine<T, 16, 2, WbLoad::kEarly, 2>(l);  // 128 floats
         if (nvec == 256) return launch_affine<T, 128>(l);
         if (nvec == 1024 && fast_memory_per_sm()) return launch_affine<T, 512>(l);
         if (nvec == 2048) return launch_affine<T, 512, 4>(l);
