@@ -96,13 +96,13 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved, 2026-11-24, code 6f3fddb467cb. NVIDIA H100 (copy ~2,844-2,978 GB/s;
+//                moved, 2026-11-24, code c0d2ba8a7096. NVIDIA H100 (copy ~2,852-2,980 GB/s;
 //                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
-//                65,536: fp32 100.8 / 99.6 / 100.0 / 99.7 / 97.4 / 68.1%, fp16 99.9 / 99.1 / 100.1 /
-//                99.7 / 98.9 / 91.4%, bf16 100.0 / 99.4 / 100.0 / 99.5 / 99.4 / 89.9%. NVIDIA H200
-//                (copy ~3,899-4,055 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384 /
-//                65,536: fp32 100.3 / 99.4 / 97.8 / 95.8 / 62.1%, fp16 99.3 / 99.1 / 98.8 / 96.0 /
-//                78.9%, bf16 98.5 / 99.4 / 99.1 / 96.5 / 79.2%.
+//                65,536: fp32 100.3 / 99.6 / 100.2 / 100.0 / 97.6 / 67.8%, fp16 100.0 / 99.5 / 99.9 /
+//                99.6 / 98.5 / 90.9%, bf16 100.2 / 99.5 / 99.8 / 100.0 / 99.0 / 90.0%. NVIDIA H200
+//                (copy ~3,928-4,115 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384 /
+//                65,536: fp32 99.1 / 99.5 / 99.0 / 94.8 / 62.4%, fp16 99.3 / 99.7 / 96.3 / 96.4 /
+//                79.5%, bf16 100.2 / 98.3 / 98.1 / 96.6 / 79.4%.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 
