@@ -1662,11 +1662,12 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     held to 40 registers spills and takes 80-81. Again on an H200 (2026-11-24,
 //     40 paired rounds, this shape's time over the other's): 8 x 2 0.985-0.986,
 //     16 x 1 0.88-0.89; 128 floats, 16 lanes x 2 against 8 x 4 0.990, against
-//     32 x 1 0.945. torch.compile (8 rows of 8 lanes x 2 vectors in 64 threads,
-//     two plain reductions) stayed 1.2-1.5% ahead at 16-bit 128 columns, 0.7% at
-//     fp32. Since then (2026-11-24), 256 MiB, 40 paired rounds, it measured 0.3-1.1%
-//     ahead of the shipped kernels at 128 columns (H100 fp32 0.989-0.997, 16-bit
-//     0.993-0.999; H200 fp16 0.989-0.995), under the bench's resolution. Its fp32
+//     32 x 1 0.945. torch.compile (8 rows a 64-thread block, two plain
+//     reductions; its 16-bit layout is in affine_row's "R rows") stayed 1.2-1.5%
+//     ahead at 16-bit 128 columns, 0.7% at fp32. Later (2026-11-24), 256 MiB, 40
+//     paired rounds, it measured 0.3-1.1% ahead of the kernels of the time at 128
+//     columns (H100 fp32 0.989-0.997, 16-bit 0.993-0.999; H200 fp16 0.989-0.995);
+//     the kernels since ("R rows" and "Instructions" there) tie or lead it. Its fp32
 //     kernel on the H100 (torch 2.11): 8 rows a 64-thread block, each thread 4 rows
 //     x 4 floats (one float4 of each of 4 rows, weight and bias loaded once for
 //     them), 42 registers; under ncu 84.8 us against this kernel's 86.7, the same
