@@ -172,7 +172,7 @@ def test_many_rows_with_weight_and_bias_loaded_early(ops, method, dtype):
     # and fp32 rows of 1,024, 8,192 and 16,384 floats (a block a row); 128 floats
     # (two rows a thread; groups past the last row rewrite it); 4,096
     # of either on a GPU whose memory is faster per SM (an H200), where 16,384 floats load
-    # weight and bias after the reduction instead (WbLoad::kLate); fp16 rows of
+    # weight and bias after the reduction instead (WbLoad::kLate); 16-bit rows of
     # 16,384 load them after it on every GPU, in program order (kInOrder). Row
     # counts that leave the last block part full, lengths around them (other
     # kernels), a NaN row; weight and bias both, one, or none; out filled with NaN.

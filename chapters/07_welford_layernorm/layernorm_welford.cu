@@ -76,8 +76,8 @@
 //     GPU like the H200) take kernels that load
 //     weight and bias together with x and fit the row exactly (affine_row; rows
 //     of 128 two to a thread; on a GPU like the H200, rows of 16,384 floats load
-//     them after the reduction, two blocks per SM; fp16 rows of 16,384 load them
-//     after the reduction on every GPU, in program order).
+//     them after the reduction, two blocks per SM; 16-bit rows of 16,384 load
+//     them after the reduction on every GPU, in program order).
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
 //   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
@@ -132,7 +132,7 @@ constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on t
 // to 128, or 1,024 at 64 with weight and bias late (WbLoad). No spill in any of them.
 // When affine_row reads weight and bias: together with x (kEarly); after the
 // reduction (kLate: fp32, the row held as shifted floats); after the reduction,
-// one vector at a time in program order (kInOrder: fp16, the row kept in T).
+// one vector at a time in program order (kInOrder: 16-bit, the row kept in T).
 enum class WbLoad { kEarly, kLate, kInOrder };
 template <typename T, int THREADS, int VPT, WbLoad WB = WbLoad::kEarly>
 constexpr int kAffineBlocksPerSm = (WB != WbLoad::kEarly ? 1024
@@ -870,7 +870,7 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 //     the memory streams more bytes per SM (fast_memory_per_sm: an H200, not an
 //     H100), also 4,096 halves (256 x 2) and 4,096 floats (512 x 2, four blocks
 //     per SM at 32 registers), and 16,384 floats take kLate instead (below).
-//     fp16 rows of 16,384 take kInOrder on every GPU (below).
+//     16-bit rows of 16,384 take kInOrder on every GPU (below).
 // kLate (fp32 rows of 16,384 on such a GPU): weight and bias are read after the
 // reduction after all, and the row is held as shifted floats (the same bits as
 // the early kernel), so that 512 x 8 fits in 64 registers and two blocks share
@@ -884,7 +884,7 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // 0.984-0.993. Nor a leaf of the thread's whole slice (one two-pass over its 32
 // floats, then Chan's merge across threads, instead of a leaf per vector):
 // 1.003 against kLate.
-// kInOrder (fp16 rows of 16,384): the row stays in halves as in kEarly, and after
+// kInOrder (16-bit rows of 16,384): the row stays in T as in kEarly, and after
 // the reduction each vector's weight and bias are loaded just before its store,
 // through load_vec_in_order / store_vec_in_order. H200, 256 MiB, 40 paired rounds,
 // early time over this: 1.024 [1.017, 1.038], 1.026 [1.018, 1.029], 1.034 [1.026,
@@ -893,9 +893,13 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // What the order does is measured, not explained: the same loads written in plain
 // C++, which the compiler may move ahead of the stores (it spills 8 bytes at 64
 // registers there), tie with kEarly (1.008, 1.005), and so do they with a compiler
-// barrier (asm volatile("" ::: "memory")) after each store (1.006, 1.000). bf16 ties
-// (H200 0.999, 1.001; H100 0.999, 1.002) and keeps kEarly; kLate's fp32 rows
-// loaded this way lost (H200 0.969, 0.975). Not kept either, fp16 16,384 on the
+// barrier (asm volatile("" ::: "memory")) after each store (1.006, 1.000). bf16
+// first measured a tie (H200 0.999, 1.001; H100 0.999, 1.002) and kept kEarly, but
+// H200s differ: on the four lent later (2026-11-24, 40 rounds each) kEarly bf16
+// ran at 91.5-92.4% of a copy, and this at 94.8-96.2%, early time over this 1.040
+// [1.031, 1.044], 1.037 [1.033, 1.044], 1.042 [1.035, 1.052], 1.040 [1.035, 1.046];
+// so bf16 takes it too. kLate's fp32 rows loaded this way lost (H200 0.969, 0.975;
+// again 0.970, 0.976). Not kept either, fp16 16,384 on the
 // H200: the row kept in halves with weight and bias late at 3 or 4 blocks of 512
 // x 4 per SM, 4 or 5 of 256 x 8, or 2 of 1,024 x 2 (each spills 20-124 bytes
 // at its register limit): 0.50-0.97; a leaner leaf for 16-bit rows (the mean
@@ -1695,8 +1699,8 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     of 512 x 4 (16-bit) or 512 x 8 (fp32) that holds them (affine_row) lifted
 //     bf16 to 96-97% on an H200 and every dtype to 97.5-99% on an H100, but fp16
 //     and fp32 stayed at 93-94% on the H200; fp32 there now takes two blocks per
-//     SM with them late (affine_row's kLate), 93.4-95.4%; fp16 takes them late
-//     in program order (kInOrder), 95.7-97.3%. At 1 GiB the same
+//     SM with them late (affine_row's kLate), 93.4-95.4%; fp16 and bf16 take
+//     them late in program order (kInOrder), 95.7-97.3% and 94.8-96.2%. At 1 GiB the same
 //     kernels reach 96-98% on the H200: at 256 MiB a row of 32-64 KB per block
 //     leaves only 8-16 waves, and the first and last of them count. Not kept
 //     either (H200, same rounds, time before over after): a bulk prefetch into
@@ -1785,8 +1789,7 @@ cudaError_t launch_rows(const Launch<T>& l) {
         if (nvec == 128) return launch_affine<T, 64>(l);
         if (nvec == 256) return launch_affine<T, 128>(l);
         if (nvec == 512 && fast_memory_per_sm()) return launch_affine<T, 256>(l);
-        constexpr WbLoad kWb = std::is_same_v<T, __half> ? WbLoad::kInOrder : WbLoad::kEarly;  // 16,384 halves
-        if (nvec == 2048) return launch_affine<T, 512, 4, kWb>(l);
+        if (nvec == 2048) return launch_affine<T, 512, 4, WbLoad::kInOrder>(l);  // 16,384 halves
       } else {
         if (nvec == 32) return launch_affine<T, 16, 2, WbLoad::kEarly, 2>(l);  // 128 floats
         if (nvec == 256) return launch_affine<T, 128>(l);
