@@ -96,13 +96,16 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved, 2026-11-24, code c0d2ba8a7096. NVIDIA H100 (copy ~2,852-2,980 GB/s;
+//                moved, 2026-11-24, code aa914d438374. NVIDIA H100 (copy ~2,850-2,978 GB/s;
 //                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
-//                65,536: fp32 100.3 / 99.6 / 100.2 / 100.0 / 97.6 / 67.8%, fp16 100.0 / 99.5 / 99.9 /
-//                99.6 / 98.5 / 90.9%, bf16 100.2 / 99.5 / 99.8 / 100.0 / 99.0 / 90.0%. NVIDIA H200
-//                (copy ~3,928-4,115 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384 /
-//                65,536: fp32 99.1 / 99.5 / 99.0 / 94.8 / 62.4%, fp16 99.3 / 99.7 / 96.3 / 96.4 /
-//                79.5%, bf16 100.2 / 98.3 / 98.1 / 96.6 / 79.4%.
+//                65,536: fp32 100.5 / 99.6 / 100.5 / 99.8 / 97.5 / 68.4%, fp16 99.3 / 99.5 / 100.1 /
+//                99.8 / 98.9 / 91.2%, bf16 99.7 / 99.4 / 100.2 / 99.6 / 99.4 / 89.4%. NVIDIA H200
+//                (copy ~3,897-4,068 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384 /
+//                65,536: fp32 99.2 / 98.3 / 98.5 / 96.2 / 62.4%, fp16 99.7 / 99.8 / 98.8 / 96.5 /
+//                79.3%, bf16 99.6 / 99.7 / 100.0 / 97.3 / 79.3%. H200s differ from one to the
+//                next: fp32 at 16,384 columns measured 93.0-96.2% of the copy in 13 cases on
+//                seven of them (median 95.2%); in one run, two such cases took 71.0 and 70.9
+//                us while the copy took 66.0 and 67.5 us (93.0% and 95.2%).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 
