@@ -983,6 +983,17 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // (row pairs of 256 x 4 and 128 x 4, weight after the reduction). Liger's
 // LayerNorm had been 0.8-1.4% ahead at 4,096 floats on the H200; in the same
 // rounds it stayed 0.6% ahead at 8,192 rows and tied at 16,384.
+// On H200s lent later (2026-11-24, 40 rounds) Liger led at 4,096 floats again:
+// its time over this kernel's 0.979-0.989 in six cases on three of them
+// (torch.compile 0.982-1.000), and none of these closed it, each one's time
+// over this kernel's: 256 x 4 with weight and bias early 1.000-1.004 or late
+// 0.998-1.013, 128 x 8 1.005-1.011, 512 x 2 with them late 0.994-1.013, row
+// pairs of 256 x 4 0.989-1.008, every load a plain ld.global 0.998-1.006.
+// Liger's kernel (Triton: a row a block of 256 threads, 64 registers, x, weight
+// and bias loaded at once, two plain reductions) has the layout of 256 x 4
+// early; under ncu it issues 17.5 M instructions to this kernel's 23.1 M and
+// takes 62.2-63.7 us to its 64.0 (the L2 flushed clean there). What else
+// makes the difference is not found.
 // Not taken (ties, or a loss on one GPU): 8,192 halves 256 x 4 (1.005-1.006 /
 // 0.988; again 1.002 / -), 4,096 floats 256 x 4 (1.007, 1.005, 0.992 / 0.991,
 // 0.996), 8,192 halves 512 x 2 (0.974-0.988 on the H200), 4,096 halves 128 x 4
@@ -1757,6 +1768,23 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     87-89), likely because blocks that start together stay in step. In the
 //     same rounds the kernel without weight and bias took 94.2 and the one-pass
 //     method 93.4 (fp16 16,384).
+//     Later (2026-11-24, H200, 256 MiB, 40 rounds, fp32 16,384 in kLate; each
+//     variant's time over the kernel's, also at 1 GiB): x loaded with
+//     L1::no_allocate or L1::evict_first, with or without weight and bias
+//     L1::evict_last, or with an L2 evict_first policy: 1.028-1.050; weight and
+//     bias L1::evict_last alone, or the L1 given all the shared memory's share:
+//     0.998-1.006; y stored st.global.cs or with an L2 evict_first policy:
+//     1.015-1.025 (bf16 0.993-0.998); the first wave's start spread over 2-8 us
+//     (__nanosleep) or half of it held back 1-4 us: 0.993-1.018. Under ncu the
+//     weight and bias come mostly from L1 (L2 reads 8% above x's bytes), the L2
+//     is 87-88% busy, DRAM 76-78%. A timeline of the blocks (%globaltimer at
+//     each block's start and end, 2,048 rows): the first wave (264 blocks, two
+//     per SM) ends at 8-9.5 us where a later block takes 7.5, and the last
+//     blocks drain over 6 us (264 blocks in flight, then 220, 192, 126, 80, 36,
+//     9 in successive microseconds); rows half as long (bf16 16,384, fp32 8,192)
+//     drain in 3-3.5 us. That drain is about a block's lifetime: the bytes an SM
+//     holds (two rows of 64 KB) over its share of the bandwidth, however the row
+//     is cut into blocks, which is why shorter rows get closer to the copy.
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
 //     64 registers, one block per SM. H200, 256 MiB, % of a copy in the same
