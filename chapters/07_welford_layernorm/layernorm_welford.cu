@@ -984,11 +984,13 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // LayerNorm had been 0.8-1.4% ahead at 4,096 floats on the H200; in the same
 // rounds it stayed 0.6% ahead at 8,192 rows and tied at 16,384.
 // On H200s lent later (2026-11-24, 40 rounds) Liger led at 4,096 floats again:
-// its time over this kernel's 0.979-0.989 in six cases on three of them
+// its time over this kernel's 0.979-0.992 in eight cases on four of them
 // (torch.compile 0.982-1.000), and none of these closed it, each one's time
-// over this kernel's: 256 x 4 with weight and bias early 1.000-1.004 or late
+// over this kernel's: 256 x 4 with weight and bias early 1.000-1.007 or late
 // 0.998-1.013, 128 x 8 1.005-1.011, 512 x 2 with them late 0.994-1.013, row
-// pairs of 256 x 4 0.989-1.008, every load a plain ld.global 0.998-1.006.
+// pairs of 256 x 4 0.989-1.008, every load a plain ld.global 0.998-1.006, and
+// the two-pass statistics instead of Welford's in 512 x 2 (0.994, 1.002) or in
+// 256 x 4 (1.012, 1.014).
 // Liger's kernel (Triton: a row a block of 256 threads, 64 registers, x, weight
 // and bias loaded at once, two plain reductions) has the layout of 256 x 4
 // early; under ncu it issues 17.5 M instructions to this kernel's 23.1 M and
