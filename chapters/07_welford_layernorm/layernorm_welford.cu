@@ -241,6 +241,13 @@ __device__ __forceinline__ Pack<T, N> constant_pack(float v) {  // N copies of v
 // the policy on x alone in the kernels that load weight and bias early (H200, 40
 // rounds, same ratio): 16,384 columns fp32 1.000, fp16 1.005, bf16 1.009; 4,096
 // floats 0.993, halves 1.009; 8,192 floats 1.011; 1,024 halves 0.999.
+// On a later H200 (2026-11-24, 30 rounds) the fp32 block kernels with that
+// policy on x, plain time over hinted: 4,096 floats 1.011 [1.006, 1.019] and
+// 1.004 at 256 MiB, 1.032 at 1 GiB (where torch.compile, whose kernel loads x
+// with it, is 1.031 ahead of the plain kernel); 8,192 floats 1.005; 16,384
+// floats 1.004; with weight and bias hinted too 1.009-1.013 at 256 MiB and
+// 1.034 at 1 GiB. Not taken yet: earlier H200s measured 0.993 at 4,096 floats,
+// and chapter 08 measured the policy 1.4-2.5% slower on an H100.
 template <typename P>
 __device__ __forceinline__ P load_vec(const P* src) {
   if constexpr (sizeof(P) == 16) {
