@@ -102,12 +102,13 @@
 //                99.8 / 98.9 / 91.2%, bf16 99.7 / 99.4 / 100.2 / 99.6 / 99.4 / 89.4%. NVIDIA H200
 //                (copy ~3,897-4,068 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384 /
 //                65,536: fp32 99.2 / 98.3 / 98.5 / 96.2 / 62.4%, fp16 99.7 / 99.8 / 98.8 / 96.5 /
-//                79.3%, bf16 99.6 / 99.7 / 100.0 / 97.3 / 79.3%. H200s differ from one to the
-//                next: fp32 at 16,384 columns measured 93.0-96.2% of the copy in 13 cases on
-//                seven of them (median 95.2%); in one run, two such cases took 71.0 and 70.9
-//                us while the copy took 66.0 and 67.5 us (93.0% and 95.2%).
+//                79.3%, bf16 99.6 / 99.7 / 100.0 / 97.3 / 79.3%.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
+//                H200s differ from one to the next: fp32 at 16,384 columns measured
+//                93.0-96.2% of the copy in 15 cases on nine of them (median 95.2%); in one
+//                run, two such cases took 71.0 and 70.9 us while the copy took 66.0 and 67.5
+//                us (93.0% and 95.2%).
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
