@@ -233,7 +233,8 @@ __device__ __forceinline__ Pack<T, N> constant_pack(float v) {  // N copies of v
 // One access per Pack. A 16-byte Pack of __half2 would otherwise be read as four
 // 4-byte loads: go through uint4 so the compiler emits LDG.128 / STG.128; the
 // bit copy (memcpy) stays in registers.
-// No cache policy: chapter 08 loads x with an L2 evict_last policy on an H200,
+// No cache policy, but in the fp32 block kernels of affine_row on an H200 (see
+// load_vec_keep_in_l2). Chapter 08 loads x with an L2 evict_last policy on an H200,
 // where it made RMSNorm 1-1.7% faster. Here the same policy on every 16-byte load
 // (H200, 256 MiB, 30 paired rounds, plain time over hinted): fp16 4,096 columns
 // 1.016 (interval 1.009-1.023), fp32 128 0.988 (0.984-0.997), and ties (0.991-
@@ -247,8 +248,9 @@ __device__ __forceinline__ Pack<T, N> constant_pack(float v) {  // N copies of v
 // 1.004 at 256 MiB, 1.032 at 1 GiB (where torch.compile, whose kernel loads x
 // with it, is 1.031 ahead of the plain kernel); 8,192 floats 1.005; 16,384
 // floats 1.004; with weight and bias hinted too 1.009-1.013 at 256 MiB and
-// 1.034 at 1 GiB. Not taken yet: earlier H200s measured 0.993 at 4,096 floats,
-// and chapter 08 measured the policy 1.4-2.5% slower on an H100.
+// 1.034 at 1 GiB. Earlier H200s had measured 0.993 at 4,096 floats, and chapter
+// 08 measured the policy 1.4-2.5% slower on an H100; three more H200s confirmed
+// it, and those kernels now take it there (keep_x_in_l2).
 template <typename P>
 __device__ __forceinline__ P load_vec(const P* src) {
   if constexpr (sizeof(P) == 16) {
@@ -295,6 +297,24 @@ __device__ __forceinline__ void store_vec_in_order(P* dst, const P& v) {
   std::memcpy(&u, &v, sizeof(P));
   asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w)
                : "memory");
+}
+
+// x's 16-byte load with an L2 evict_last policy: x's lines are the last the L2
+// evicts, y's dirty lines go first. What that changes in the memory's schedule is
+// measured, not explained; chapter 08 measured it speeding a plain copy on an
+// H200 too, and torch.compile's LayerNorm loads x this way (keep_x_in_l2).
+template <typename P>
+__device__ __forceinline__ P load_vec_keep_in_l2(const P* src) {
+  static_assert(sizeof(P) == 16, "16-byte vectors only");
+  uint64_t policy;
+  uint4 u;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+      : "l"(src), "l"(policy));
+  P r;
+  std::memcpy(&r, &u, sizeof(P));
+  return r;
 }
 
 // ---- statistics ---------------------------------------------------------------
@@ -881,7 +901,29 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 //     the memory streams more bytes per SM (fast_memory_per_sm: an H200, not an
 //     H100), also 4,096 halves (256 x 2) and 4,096 floats (512 x 2, four blocks
 //     per SM at 32 registers), and 16,384 floats take kLate instead (below).
+//     There, where the bytes moved exceed the L2, fp32 rows load x with an L2
+//     evict_last policy (kKeepX, below): 4,096 floats as 128 x 8 in kLate
+//     (eight blocks per SM at 64 registers), 8,192 and 16,384 as before.
 //     16-bit rows of 16,384 take kInOrder on every GPU (below).
+// kKeepX (fp32, fast_memory_per_sm, more bytes than the L2: keep_x_in_l2): x
+// loaded with an L2 evict_last policy, as torch.compile's LayerNorm loads it.
+// H200, 256 MiB, 40 paired rounds, three GPUs (A, B, C; B twice), the time of the
+// kernel before over this one's: 4,096 floats in 512 x 2 A 1.006, 1.007, B
+// 1.011, 1.014, 1.016, 1.005, C 1.019, 1.017, 1.017; as 128 x 8 in kLate (eight
+// blocks per SM), B 1.018, 1.020, 1.023, 1.015, C 1.027, 1.028, 1.023, which is
+// taken (the same shape without the policy: 1.004, 1.001); 8,192 floats B 1.005,
+// 1.006, C 1.016; 16,384 floats (kLate) B 1.008, 1.011, 1.010, C 1.009, 1.010. At
+// 1 GiB, 4,096 floats 1.031 (B). Not 1,024 floats (128 x 2): B 1.009, 0.999, C
+// 0.998, 1.001. In those rounds Liger's time over the kernel before was 0.989-
+// 1.008 at 4,096 floats, torch.compile's 0.992-1.009; over this one, 1.010-1.021
+// and 1.008-1.018 (B, C; at 1 GiB torch.compile 0.997 [0.993, 1.000]).
+// What the 512 x 2 kernel (four blocks per SM at 32 registers) does differently
+// from Liger's 256 x 4: its SASS (cuobjdump) loads weight and bias after the
+// barrier, where the register limit makes the compiler sink them, while Liger's
+// issues all twelve of a thread's loads first. Yet 256 x 4 with weight and bias
+// loaded first here (the compiler still sinks some, 63 registers) took 1.010 and
+// 1.013 times as long as 512 x 2 (A). Under ncu (clocks locked at base, L2
+// flushed clean) Liger took 64.0 us, 512 x 2 65.1, and 512 x 2 with the policy 64.0.
 // kLate (fp32 rows of 16,384 on such a GPU): weight and bias are read after the
 // reduction after all, and the row is held as shifted floats (the same bits as
 // the early kernel), so that 512 x 8 fits in 64 registers and two blocks share
@@ -1015,7 +1057,8 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // R rows a thread (R > 1: kEarly only), row j starting at element start[j]; the
 // thread's slot k of each row is vector t + k * STRIDE. Every row is read and
 // written (see layernorm_affine_rows_kernel for the groups past the last row).
-template <int METHOD, int VPT, int STRIDE, WbLoad WB = WbLoad::kEarly, int R = 1, typename T, typename Reduce>
+template <int METHOD, int VPT, int STRIDE, WbLoad WB = WbLoad::kEarly, int R = 1, bool kKeepX = false,
+          typename T, typename Reduce>
 __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __restrict__ weight,
                                            const T* __restrict__ bias, T* __restrict__ y,
                                            const int64_t (&start)[R], int t, float cols,
@@ -1027,7 +1070,10 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
 #pragma unroll
   for (int j = 0; j < R; ++j)
 #pragma unroll
-    for (int k = 0; k < VPT; ++k) v[j][k] = load_vec(reinterpret_cast<const P*>(x + start[j]) + t + k * STRIDE);
+    for (int k = 0; k < VPT; ++k) {
+      const P* src = reinterpret_cast<const P*>(x + start[j]) + t + k * STRIDE;
+      v[j][k] = kKeepX ? load_vec_keep_in_l2(src) : load_vec(src);
+    }
   const auto out = [&](int j) { return reinterpret_cast<P*>(y + start[j]) + t; };  // row j's slot 0
   if constexpr (WB == WbLoad::kLate) {
     // The row as shifted floats (as kFloatRow in layernorm_block_kernel: the same
@@ -1110,7 +1156,7 @@ layernorm_affine_rows_kernel(const T* __restrict__ x, const T* __restrict__ weig
                                                 static_cast<float>(kCols), inv_cols, eps, red);
 }
 
-template <typename T, int THREADS, int VPT, int METHOD, WbLoad WB = WbLoad::kEarly>
+template <typename T, int THREADS, int VPT, int METHOD, WbLoad WB = WbLoad::kEarly, bool kKeepX = false>
 __global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<T, THREADS, VPT, WB>))
 layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                               T* __restrict__ y, float inv_cols, float eps) {
@@ -1119,8 +1165,8 @@ layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ wei
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
   const int64_t start[1] = {static_cast<int64_t>(blockIdx.x) * kCols};
-  affine_row<METHOD, VPT, THREADS, WB>(x, weight, bias, y, start, threadIdx.x, static_cast<float>(kCols), inv_cols,
-                                       eps, red);
+  affine_row<METHOD, VPT, THREADS, WB, 1, kKeepX>(x, weight, bias, y, start, threadIdx.x,
+                                                 static_cast<float>(kCols), inv_cols, eps, red);
 }
 
 // Register budget of the block path: 64 registers a thread (two 512-thread
@@ -1514,6 +1560,22 @@ bool fast_memory_per_sm() {
   return bytes_per_sm_per_us > kFastMemoryBytesPerSmPerUs;
 }
 
+// Whether a launch loads x with an L2 evict_last policy (load_vec_keep_in_l2): on
+// a GPU whose memory is faster per SM (an H200), where the bytes moved exceed the
+// L2 (chapter 08: a graph of a few rows lost 1-2.5 points with any hint). Chapter
+// 08 measured the policy 1.4-2.5% slower on an H100. Only fp32 rows of 4,096,
+// 8,192 and 16,384 take it (launch_rows has the numbers).
+template <typename T>
+bool keep_x_in_l2(const Launch<T>& l) {
+  int device = 0, l2 = 0;
+  if (!fast_memory_per_sm()) return false;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess) {
+    cudaGetLastError();  // clear it: the launch reports its own error
+    return false;
+  }
+  return 2 * l.rows * l.cols * static_cast<int64_t>(sizeof(T)) > l2;
+}
+
 template <typename T, int N, bool PEEL, int G, int VPT>
 cudaError_t launch_warp(const Launch<T>& l) {
   constexpr int64_t kRowsPerBlock = kWarpPathThreads / G;
@@ -1546,9 +1608,11 @@ cudaError_t launch_warp(const Launch<T>& l) {
 // One of the weight-and-bias kernels of affine_row: G lanes x VPT vectors a row,
 // R rows a thread (G < 64), or, from G = 64, a block of G threads x VPT a row.
 // No grid loop: the caller keeps rows within gridDim.x (kMaxAffineRows).
-template <typename T, int G, int VPT = 2, WbLoad WB = WbLoad::kEarly, int R = 1>
+// kKeepX (blocks only): x loaded with an L2 evict_last policy (keep_x_in_l2).
+template <typename T, int G, int VPT = 2, WbLoad WB = WbLoad::kEarly, int R = 1, bool kKeepX = false>
 cudaError_t launch_affine(const Launch<T>& l) {
   static_assert(G < 64 || R == 1, "a block of G threads holds one row");
+  static_assert(G >= 64 || !kKeepX, "the policy is for the block kernel");
   constexpr int64_t kRowsPerBlock = G < 64 ? kWarpPathThreads / G * R : 1;
   const auto grid = static_cast<unsigned>((l.rows + kRowsPerBlock - 1) / kRowsPerBlock);
   return with_method(l.method, [&](auto m) {
@@ -1557,8 +1621,8 @@ cudaError_t launch_affine(const Launch<T>& l) {
       layernorm_affine_rows_kernel<T, G, VPT, R, M><<<grid, kWarpPathThreads, 0, l.stream>>>(
           l.x, l.weight, l.bias, l.y, l.rows, l.inv_cols, l.eps);
     } else {
-      layernorm_affine_block_kernel<T, G, VPT, M, WB><<<grid, G, 0, l.stream>>>(l.x, l.weight, l.bias, l.y,
-                                                                                  l.inv_cols, l.eps);
+      layernorm_affine_block_kernel<T, G, VPT, M, WB, kKeepX><<<grid, G, 0, l.stream>>>(l.x, l.weight, l.bias, l.y,
+                                                                                          l.inv_cols, l.eps);
     }
     return cudaGetLastError();
   });
@@ -1834,9 +1898,13 @@ cudaError_t launch_rows(const Launch<T>& l) {
       } else {
         if (nvec == 32) return launch_affine<T, 16, 2, WbLoad::kEarly, 2>(l);  // 128 floats
         if (nvec == 256) return launch_affine<T, 128>(l);
+        if (nvec == 1024 && keep_x_in_l2(l)) return launch_affine<T, 128, 8, WbLoad::kLate, 1, true>(l);
         if (nvec == 1024 && fast_memory_per_sm()) return launch_affine<T, 512>(l);
-        if (nvec == 2048) return launch_affine<T, 512, 4>(l);
+        if (nvec == 2048) {
+          return keep_x_in_l2(l) ? launch_affine<T, 512, 4, WbLoad::kEarly, 1, true>(l) : launch_affine<T, 512, 4>(l);
+        }
         if (nvec == 4096) {
+          if (keep_x_in_l2(l)) return launch_affine<T, 512, 8, WbLoad::kLate, 1, true>(l);
           return fast_memory_per_sm() ? launch_affine<T, 512, 8, WbLoad::kLate>(l) : launch_affine<T, 512, 8>(l);
         }
       }
