@@ -96,19 +96,22 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved, 2026-11-24, code aa914d438374. NVIDIA H100 (copy ~2,850-2,978 GB/s;
+//                moved. NVIDIA H100, 2026-11-24, code aa914d438374 (copy ~2,850-2,978 GB/s;
 //                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
 //                65,536: fp32 100.5 / 99.6 / 100.5 / 99.8 / 97.5 / 68.4%, fp16 99.3 / 99.5 / 100.1 /
-//                99.8 / 98.9 / 91.2%, bf16 99.7 / 99.4 / 100.2 / 99.6 / 99.4 / 89.4%. NVIDIA H200
-//                (copy ~3,897-4,068 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384 /
-//                65,536: fp32 99.2 / 98.3 / 98.5 / 96.2 / 62.4%, fp16 99.7 / 99.8 / 98.8 / 96.5 /
-//                79.3%, bf16 99.6 / 99.7 / 100.0 / 97.3 / 79.3%.
+//                99.8 / 98.9 / 91.2%, bf16 99.7 / 99.4 / 100.2 / 99.6 / 99.4 / 89.4%; the H100's
+//                kernels are unchanged since, and notebook 07 on two H100s at 0b8f82c (copy
+//                ~2,847-2,981 GB/s) got 97.5-100.1% at 1,024-16,384. NVIDIA H200, 2026-11-24, code 0b8f82c (copy
+//                ~3,899-4,099 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384 /
+//                65,536: fp32 97.8 / 99.4 / 99.9 / 97.1 / 62.2%, fp16 99.3 / 99.4 / 97.7 / 96.6 /
+//                79.0%, bf16 99.7 / 99.1 / 97.9 / 95.9 / 79.4%; a second H200 in the same hour
+//                (copy ~3,941-4,072 GB/s) 95.2-100.1% at 1,024-16,384, fp32 16,384 97.3%.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
-//                H200s differ from one to the next: fp32 at 16,384 columns measured
-//                93.0-96.2% of the copy in 15 cases on nine of them (median 95.2%); in one
-//                run, two such cases took 71.0 and 70.9 us while the copy took 66.0 and 67.5
-//                us (93.0% and 95.2%).
+//                H200s differ from one to the next: before x's L2 policy (kKeepX), fp32 at
+//                16,384 columns measured 93.0-96.2% of the copy in 15 cases on nine of them
+//                (median 95.2%); in one run, two such cases took 71.0 and 70.9 us while the
+//                copy took 66.0 and 67.5 us (93.0% and 95.2%).
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -1044,8 +1047,8 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // Liger's kernel (Triton: a row a block of 256 threads, 64 registers, x, weight
 // and bias loaded at once, two plain reductions) has the layout of 256 x 4
 // early; under ncu it issues 17.5 M instructions to this kernel's 23.1 M and
-// takes 62.2-63.7 us to its 64.0 (the L2 flushed clean there). What else
-// makes the difference is not found.
+// takes 62.2-63.7 us to its 64.0 (the L2 flushed clean there). What closed
+// the gap on the H200 is x's L2 policy (kKeepX above), not the layout.
 // Not taken (ties, or a loss on one GPU): 8,192 halves 256 x 4 (1.005-1.006 /
 // 0.988; again 1.002 / -), 4,096 floats 256 x 4 (1.007, 1.005, 0.992 / 0.991,
 // 0.996), 8,192 halves 512 x 2 (0.974-0.988 on the H200), 4,096 halves 128 x 4
@@ -1759,7 +1762,13 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     ahead at 16-bit 128 columns, 0.7% at fp32. Later (2026-11-24), 256 MiB, 40
 //     paired rounds, it measured 0.3-1.1% ahead of the kernels of the time at 128
 //     columns (H100 fp32 0.989-0.997, 16-bit 0.993-0.999; H200 fp16 0.989-0.995);
-//     the kernels since ("R rows" and "Instructions" there) tie or lead it. Its fp32
+//     the kernels since ("R rows" and "Instructions" there) tie or lead it: two
+//     H100s at fp32 (0b8f82c, 40 rounds), its time over this kernel's 0.994
+//     [0.991, 0.999] in one notebook run, 1.002 in the other; on the second,
+//     also 1.000, 1.003 and 0.997 in three probe cases, where this kernel held to
+//     40 registers (24 blocks per SM) took 0.999-1.000 times as long, 32 lanes x
+//     1 vector x 4 rows 0.999-1.003, and either with x's L2 evict_last policy
+//     1.022-1.030. Its fp32
 //     kernel on the H100 (torch 2.11): 8 rows a 64-thread block, each thread 4 rows
 //     x 4 floats (one float4 of each of 4 rows, weight and bias loaded once for
 //     them), 42 registers; under ncu 84.8 us against this kernel's 86.7, the same
