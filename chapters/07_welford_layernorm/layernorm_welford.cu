@@ -100,12 +100,13 @@
 //                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
 //                65,536: fp32 100.5 / 99.6 / 100.5 / 99.8 / 97.5 / 68.4%, fp16 99.3 / 99.5 / 100.1 /
 //                99.8 / 98.9 / 91.2%, bf16 99.7 / 99.4 / 100.2 / 99.6 / 99.4 / 89.4%; the H100's
-//                kernels are unchanged since, and notebook 07 on two H100s at 0b8f82c (copy
-//                ~2,847-2,981 GB/s) got 97.5-100.1% at 1,024-16,384. NVIDIA H200, 2026-11-24, code 0b8f82c (copy
+//                kernels are unchanged since, and three runs of notebook 07 at 0b8f82c (copy
+//                ~2,847-2,983 GB/s) got 97.1-100.2% at 1,024-16,384. NVIDIA H200, 2026-11-24, code 0b8f82c (copy
 //                ~3,899-4,099 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384 /
 //                65,536: fp32 97.8 / 99.4 / 99.9 / 97.1 / 62.2%, fp16 99.3 / 99.4 / 97.7 / 96.6 /
-//                79.0%, bf16 99.7 / 99.1 / 97.9 / 95.9 / 79.4%; a second H200 in the same hour
-//                (copy ~3,941-4,072 GB/s) 95.2-100.1% at 1,024-16,384, fp32 16,384 97.3%.
+//                79.0%, bf16 99.7 / 99.1 / 97.9 / 95.9 / 79.4%; two more runs in the same hour
+//                (copy ~3,924-4,081 GB/s) 95.2-100.1% and 95.6-100.1% at 1,024-16,384, fp32
+//                16,384 97.3% and 97.0%.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next: before x's L2 policy (kKeepX), fp32 at
@@ -1762,9 +1763,9 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     ahead at 16-bit 128 columns, 0.7% at fp32. Later (2026-11-24), 256 MiB, 40
 //     paired rounds, it measured 0.3-1.1% ahead of the kernels of the time at 128
 //     columns (H100 fp32 0.989-0.997, 16-bit 0.993-0.999; H200 fp16 0.989-0.995);
-//     the kernels since ("R rows" and "Instructions" there) tie or lead it: two
-//     H100s at fp32 (0b8f82c, 40 rounds), its time over this kernel's 0.994
-//     [0.991, 0.999] in one notebook run, 1.002 in the other; on the second,
+//     the kernels since ("R rows" and "Instructions" there) tie or lead it: H100,
+//     fp32 (0b8f82c, 40 rounds), its time over this kernel's 0.994 [0.991, 0.999]
+//     in one notebook run, 1.002 and 1.000 in two others; in one of those runs,
 //     also 1.000, 1.003 and 0.997 in three probe cases, where this kernel held to
 //     40 registers (24 blocks per SM) took 0.999-1.000 times as long, 32 lanes x
 //     1 vector x 4 rows 0.999-1.003, and either with x's L2 evict_last policy
