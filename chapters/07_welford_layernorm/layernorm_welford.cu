@@ -101,12 +101,12 @@
 //                65,536: fp32 100.5 / 99.6 / 100.5 / 99.8 / 97.5 / 68.4%, fp16 99.3 / 99.5 / 100.1 /
 //                99.8 / 98.9 / 91.2%, bf16 99.7 / 99.4 / 100.2 / 99.6 / 99.4 / 89.4%; the H100's
 //                kernels are unchanged since, and three runs of notebook 07 at 0b8f82c (copy
-//                ~2,847-2,983 GB/s) got 97.1-100.2% at 1,024-16,384. NVIDIA H200, 2026-11-24, code 0b8f82c (copy
-//                ~3,899-4,099 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384 /
-//                65,536: fp32 97.8 / 99.4 / 99.9 / 97.1 / 62.2%, fp16 99.3 / 99.4 / 97.7 / 96.6 /
-//                79.0%, bf16 99.7 / 99.1 / 97.9 / 95.9 / 79.4%; two more runs in the same hour
-//                (copy ~3,924-4,081 GB/s) 95.2-100.1% and 95.6-100.1% at 1,024-16,384, fp32
-//                16,384 97.3% and 97.0%.
+//                ~2,847-2,983 GB/s) got 97.1-100.2% at 1,024-16,384. NVIDIA H200, 2026-11-24,
+//                code 0b8f82c (copy ~3,899-4,099 GB/s; chapter notebook), rows of 128 / 1,024 /
+//                4,096 / 16,384 / 65,536: fp32 97.8 / 99.4 / 99.9 / 97.1 / 62.2%, fp16 99.3 /
+//                99.4 / 97.7 / 96.6 / 79.0%, bf16 99.7 / 99.1 / 97.9 / 95.9 / 79.4%; two more runs
+//                in the same hour (copy ~3,924-4,081 GB/s) 95.2-100.1% and 95.6-100.1% at
+//                1,024-16,384, fp32 16,384 97.3% and 97.0%.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next: before x's L2 policy (kKeepX), fp32 at
@@ -253,8 +253,8 @@ __device__ __forceinline__ Pack<T, N> constant_pack(float v) {  // N copies of v
 // with it, is 1.031 ahead of the plain kernel); 8,192 floats 1.005; 16,384
 // floats 1.004; with weight and bias hinted too 1.009-1.013 at 256 MiB and
 // 1.034 at 1 GiB. Earlier H200s had measured 0.993 at 4,096 floats, and chapter
-// 08 measured the policy 1.4-2.5% slower on an H100; three more H200s confirmed
-// it, and those kernels now take it there (keep_x_in_l2).
+// 08 measured the policy 1.4-2.5% slower on an H100; three more H200s measured
+// the gain again (kKeepX), and those kernels now take it there (keep_x_in_l2).
 template <typename P>
 __device__ __forceinline__ P load_vec(const P* src) {
   if constexpr (sizeof(P) == 16) {
