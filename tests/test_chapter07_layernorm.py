@@ -186,16 +186,17 @@ def test_many_rows_with_weight_and_bias_loaded_early(ops, method, dtype):
 
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
-def test_fp32_rows_moving_more_than_the_l2(ops, method):
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_rows_moving_more_than_the_l2(ops, method, dtype):
     # The row counts above move less than the L2. Past it, on a GPU whose memory is
-    # faster per SM (an H200), fp32 rows of 4,096, 8,192 and 16,384 floats load x
-    # with an L2 evict_last policy (keep_x_in_l2), 4,096 as 128 x 8 with weight and
-    # bias read after the reduction; elsewhere they take the kernels above. Rows
-    # just past the L2 (a partial last wave), a NaN row, weight and bias both, one,
-    # or none.
-    for cols in (4096, 8192, 16384):
-        rows = bench.l2_bytes() // (2 * 4 * cols) + 3
-        x = spread_rows(rows, cols, torch.float32, method)
+    # faster per SM (an H200), fp32 rows of 4,096, 8,192 and 16,384 floats and
+    # 16-bit rows of 16,384 load x with an L2 evict_last policy (keep_x_in_l2),
+    # 4,096 floats as 128 x 8 with weight and bias read after the reduction;
+    # elsewhere they take the kernels above. Rows just past the L2 (a partial last
+    # wave), a NaN row, weight and bias both, one, or none.
+    for cols in (4096, 8192, 16384) if dtype == torch.float32 else (16384,):
+        rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
+        x = spread_rows(rows, cols, dtype, method)
         x[rows // 3, cols // 2] = float("nan")
         check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}", nan_row=rows // 3)
 

@@ -908,7 +908,8 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 //     There, where the bytes moved exceed the L2, fp32 rows load x with an L2
 //     evict_last policy (kKeepX, below): 4,096 floats as 128 x 8 in kLate
 //     (eight blocks per SM at 64 registers), 8,192 and 16,384 as before.
-//     16-bit rows of 16,384 take kInOrder on every GPU (below).
+//     16-bit rows of 16,384 take kInOrder on every GPU (below), and on such a
+//     GPU past the L2 load x with that policy too.
 // kKeepX (fp32, fast_memory_per_sm, more bytes than the L2: keep_x_in_l2): x
 // loaded with an L2 evict_last policy, as torch.compile's LayerNorm loads it.
 // H200, 256 MiB, 40 paired rounds, three GPUs (A, B, C; B twice), the time of the
@@ -921,6 +922,10 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // 0.998, 1.001. In those rounds Liger's time over the kernel before was 0.989-
 // 1.008 at 4,096 floats, torch.compile's 0.992-1.009; over this one, 1.010-1.021
 // and 1.008-1.018 (B, C; at 1 GiB torch.compile 0.997 [0.993, 1.000]).
+// 16-bit rows of 16,384 (kInOrder, 512 x 4) on a fourth H200 where the kernel
+// before ran at 94.7-95.6% of a copy, its time over this one's: fp16 1.015, 1.019,
+// 1.015 (96.0-96.8%), bf16 1.015, 1.011, 1.011 (96.2-96.7%); over the policy in
+// kEarly or kLate instead, 0.985-1.006.
 // What the 512 x 2 kernel (four blocks per SM at 32 registers) does differently
 // from Liger's 256 x 4: its SASS (cuobjdump) loads weight and bias after the
 // barrier, where the register limit makes the compiler sink them, while Liger's
@@ -1568,7 +1573,7 @@ bool fast_memory_per_sm() {
 // a GPU whose memory is faster per SM (an H200), where the bytes moved exceed the
 // L2 (chapter 08: a graph of a few rows lost 1-2.5 points with any hint). Chapter
 // 08 measured the policy 1.4-2.5% slower on an H100. Only fp32 rows of 4,096,
-// 8,192 and 16,384 take it (launch_rows has the numbers).
+// 8,192 and 16,384 and 16-bit rows of 16,384 take it (see kKeepX at affine_row).
 template <typename T>
 bool keep_x_in_l2(const Launch<T>& l) {
   int device = 0, l2 = 0;
@@ -1904,7 +1909,10 @@ cudaError_t launch_rows(const Launch<T>& l) {
         if (nvec == 128) return launch_affine<T, 64>(l);
         if (nvec == 256) return launch_affine<T, 128>(l);
         if (nvec == 512 && fast_memory_per_sm()) return launch_affine<T, 256>(l);
-        if (nvec == 2048) return launch_affine<T, 512, 4, WbLoad::kInOrder>(l);  // 16,384 halves
+        if (nvec == 2048) {  // 16,384 halves
+          if (keep_x_in_l2(l)) return launch_affine<T, 512, 4, WbLoad::kInOrder, 1, true>(l);
+          return launch_affine<T, 512, 4, WbLoad::kInOrder>(l);
+        }
       } else {
         if (nvec == 32) return launch_affine<T, 16, 2, WbLoad::kEarly, 2>(l);  // 128 floats
         if (nvec == 256) return launch_affine<T, 128>(l);
