@@ -102,11 +102,12 @@
 //                99.8 / 98.9 / 91.2%, bf16 99.7 / 99.4 / 100.2 / 99.6 / 99.4 / 89.4%; the H100's
 //                kernels are unchanged since, and three runs of notebook 07 at 0b8f82c (copy
 //                ~2,847-2,983 GB/s) got 97.1-100.2% at 1,024-16,384. NVIDIA H200, 2026-11-24,
-//                code 0b8f82c (copy ~3,899-4,099 GB/s; chapter notebook), rows of 128 / 1,024 /
-//                4,096 / 16,384 / 65,536: fp32 97.8 / 99.4 / 99.9 / 97.1 / 62.2%, fp16 99.3 /
-//                99.4 / 97.7 / 96.6 / 79.0%, bf16 99.7 / 99.1 / 97.9 / 95.9 / 79.4%; two more runs
-//                in the same hour (copy ~3,924-4,081 GB/s) 95.2-100.1% and 95.6-100.1% at
-//                1,024-16,384, fp32 16,384 97.3% and 97.0%.
+//                code 6088b60 (copy ~3,916-4,096 GB/s; chapter notebook), rows of 128 / 1,024 /
+//                4,096 / 16,384 / 65,536: fp32 99.4 / 99.8 / 100.4 / 97.3 / 62.9%, fp16 98.1 /
+//                99.0 / 97.8 / 94.9 / 79.0%, bf16 98.6 / 98.5 / 98.3 / 96.7 / 78.5%. fp16 16,384
+//                took 69.10 us there and 69.01 us in a second run on another H200 (96.7%); the
+//                copy took 65.54 and 66.72 us. Three runs at 0b8f82c (16-bit rows of 16,384
+//                without x's L2 policy) got 95.2-100.1% at 1,024-16,384, fp32 16,384 97.0-97.3%.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next: before x's L2 policy (kKeepX), fp32 at
@@ -925,7 +926,9 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // 16-bit rows of 16,384 (kInOrder, 512 x 4) on a fourth H200 where the kernel
 // before ran at 94.7-95.6% of a copy, its time over this one's: fp16 1.015, 1.019,
 // 1.015 (96.0-96.8%), bf16 1.015, 1.011, 1.011 (96.2-96.7%); over the policy in
-// kEarly or kLate instead, 0.985-1.006.
+// kEarly or kLate instead, 0.985-1.006. On a fifth, 1.015, 1.006, 1.015 (fp16) and
+// 1.006, 1.005, 1.007 (bf16); weight and bias loaded with the policy too, or y
+// stored with an L2 evict_first policy, or both, took 0.997-1.008 times as long.
 // What the 512 x 2 kernel (four blocks per SM at 32 registers) does differently
 // from Liger's 256 x 4: its SASS (cuobjdump) loads weight and bias after the
 // barrier, where the register limit makes the compiler sink them, while Liger's
