@@ -929,6 +929,9 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // kEarly or kLate instead, 0.985-1.006. On a fifth, 1.015, 1.006, 1.015 (fp16) and
 // 1.006, 1.005, 1.007 (bf16); weight and bias loaded with the policy too, or y
 // stored with an L2 evict_first policy, or both, took 0.997-1.008 times as long.
+// On a sixth (this kernel at 96.3-96.9% of a copy), three blocks of it per SM
+// (40 registers, 36-44 bytes spilled) took 1.150-1.155 (fp16) and 1.230-1.239
+// (bf16) times as long.
 // What the 512 x 2 kernel (four blocks per SM at 32 registers) does differently
 // from Liger's 256 x 4: its SASS (cuobjdump) loads weight and bias after the
 // barrier, where the register limit makes the compiler sink them, while Liger's
