@@ -238,7 +238,7 @@ __device__ __forceinline__ Pack<T, N> constant_pack(float v) {  // N copies of v
 // One access per Pack. A 16-byte Pack of __half2 would otherwise be read as four
 // 4-byte loads: go through uint4 so the compiler emits LDG.128 / STG.128; the
 // bit copy (memcpy) stays in registers.
-// No cache policy, but in the fp32 block kernels of affine_row on an H200 (see
+// No cache policy, but in some block kernels of affine_row on an H200 (see
 // load_vec_keep_in_l2). Chapter 08 loads x with an L2 evict_last policy on an H200,
 // where it made RMSNorm 1-1.7% faster. Here the same policy on every 16-byte load
 // (H200, 256 MiB, 30 paired rounds, plain time over hinted): fp16 4,096 columns
@@ -911,8 +911,9 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 //     (eight blocks per SM at 64 registers), 8,192 and 16,384 as before.
 //     16-bit rows of 16,384 take kInOrder on every GPU (below), and on such a
 //     GPU past the L2 load x with that policy too.
-// kKeepX (fp32, fast_memory_per_sm, more bytes than the L2: keep_x_in_l2): x
-// loaded with an L2 evict_last policy, as torch.compile's LayerNorm loads it.
+// kKeepX (fast_memory_per_sm, more bytes than the L2: keep_x_in_l2; fp32 rows of
+// 4,096 to 16,384 and 16-bit rows of 16,384): x loaded with an L2 evict_last
+// policy, as torch.compile's LayerNorm loads it.
 // H200, 256 MiB, 40 paired rounds, three GPUs (A, B, C; B twice), the time of the
 // kernel before over this one's: 4,096 floats in 512 x 2 A 1.006, 1.007, B
 // 1.011, 1.014, 1.016, 1.005, C 1.019, 1.017, 1.017; as 128 x 8 in kLate (eight
@@ -932,13 +933,6 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // On a sixth (this kernel at 96.3-96.9% of a copy), three blocks of it per SM
 // (40 registers, 36-44 bytes spilled) took 1.150-1.155 (fp16) and 1.230-1.239
 // (bf16) times as long.
-// What the 512 x 2 kernel (four blocks per SM at 32 registers) does differently
-// from Liger's 256 x 4: its SASS (cuobjdump) loads weight and bias after the
-// barrier, where the register limit makes the compiler sink them, while Liger's
-// issues all twelve of a thread's loads first. Yet 256 x 4 with weight and bias
-// loaded first here (the compiler still sinks some, 63 registers) took 1.010 and
-// 1.013 times as long as 512 x 2 (A). Under ncu (clocks locked at base, L2
-// flushed clean) Liger took 64.0 us, 512 x 2 65.1, and 512 x 2 with the policy 64.0.
 // kLate (fp32 rows of 16,384 on such a GPU): weight and bias are read after the
 // reduction after all, and the row is held as shifted floats (the same bits as
 // the early kernel), so that 512 x 8 fits in 64 registers and two blocks share
@@ -1059,8 +1053,15 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // Liger's kernel (Triton: a row a block of 256 threads, 64 registers, x, weight
 // and bias loaded at once, two plain reductions) has the layout of 256 x 4
 // early; under ncu it issues 17.5 M instructions to this kernel's 23.1 M and
-// takes 62.2-63.7 us to its 64.0 (the L2 flushed clean there). What closed
-// the gap on the H200 is x's L2 policy (kKeepX above), not the layout.
+// takes 62.2-63.7 us to its 64.0 (the L2 flushed clean there). The 512 x 2
+// kernel's SASS (cuobjdump) loads weight and bias after the barrier, where the
+// register limit (32, four blocks per SM) makes the compiler sink them, while
+// Liger's issues all twelve of a thread's loads first; yet 256 x 4 with weight
+// and bias loaded first here (the compiler still sinks some, 63 registers) took
+// 1.010 and 1.013 times as long as 512 x 2 (H200 A of kKeepX). Under ncu (clocks
+// locked at base, L2 flushed clean) Liger took 64.0 us, 512 x 2 65.1, and 512 x 2
+// with x's L2 policy 64.0: what closed the gap on the H200 is that policy (kKeepX
+// above), not the layout.
 // Not taken (ties, or a loss on one GPU): 8,192 halves 256 x 4 (1.005-1.006 /
 // 0.988; again 1.002 / -), 4,096 floats 256 x 4 (1.007, 1.005, 0.992 / 0.991,
 // 0.996), 8,192 halves 512 x 2 (0.974-0.988 on the H200), 4,096 halves 128 x 4
@@ -1562,6 +1563,15 @@ int sm_count() {
 // TB/s over 132 SMs), an H100 25.4 KB (3.35 TB/s). Some kernel choices differ
 // between the two (launch_rows). The peak is two transfers per memory clock,
 // each the width of the bus.
+int l2_bytes() {  // 0 if the query fails (cleared: the launch reports its own error)
+  int device = 0, l2 = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return l2;
+}
+
 bool fast_memory_per_sm() {
   const int sms = sm_count();
   int device = 0, clock_khz = 0, bus_bits = 0;
@@ -1582,13 +1592,8 @@ bool fast_memory_per_sm() {
 // 8,192 and 16,384 and 16-bit rows of 16,384 take it (see kKeepX at affine_row).
 template <typename T>
 bool keep_x_in_l2(const Launch<T>& l) {
-  int device = 0, l2 = 0;
-  if (!fast_memory_per_sm()) return false;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess) {
-    cudaGetLastError();  // clear it: the launch reports its own error
-    return false;
-  }
-  return 2 * l.rows * l.cols * static_cast<int64_t>(sizeof(T)) > l2;
+  const int l2 = l2_bytes();
+  return l2 > 0 && fast_memory_per_sm() && 2 * l.rows * l.cols * static_cast<int64_t>(sizeof(T)) > l2;
 }
 
 template <typename T, int N, bool PEEL, int G, int VPT>
