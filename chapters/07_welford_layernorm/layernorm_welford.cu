@@ -108,12 +108,17 @@
 //                took 69.10 us there and 69.01 us in a second run on another H200 (96.7%); the
 //                copy took 65.54 and 66.72 us. Three runs at 0b8f82c (16-bit rows of 16,384
 //                without x's L2 policy) got 95.2-100.1% at 1,024-16,384, fp32 16,384 97.0-97.3%.
+//                A run at 61a365b on a further H200 (copy ~3,920-4,101 GB/s) got 95.5-100.2%
+//                there: fp32 16,384 95.5%, fp16 96.7%, bf16 96.5%. In probe runs on four more
+//                H200s (copy ~4,041-4,104 GB/s) the same kernels measured fp32 16,384 at
+//                94.9-95.8%, fp16 96.5-97.2%, bf16 96.3-97.2% (notes at launch_rows).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
-//                H200s differ from one to the next: before x's L2 policy (kKeepX), fp32 at
-//                16,384 columns measured 93.0-96.2% of the copy in 15 cases on nine of them
-//                (median 95.2%); in one run, two such cases took 71.0 and 70.9 us while the
-//                copy took 66.0 and 67.5 us (93.0% and 95.2%).
+//                So H200s still differ from one to the next, fp32 at 16,384 columns most.
+//                Before x's L2 policy (kKeepX), fp32 at 16,384 columns measured 93.0-96.2% of
+//                the copy in 15 cases on nine of them (median 95.2%); in one run, two such
+//                cases took 71.0 and 70.9 us while the copy took 66.0 and 67.5 us (93.0% and
+//                95.2%).
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -1885,6 +1890,33 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     drain in 3-3.5 us. That drain is about a block's lifetime: the bytes an SM
 //     holds (two rows of 64 KB) over its share of the bandwidth, however the row
 //     is cut into blocks, which is why shorter rows get closer to the copy.
+//     Also not it (2026-11-24, four more H200s, 256 MiB, 40 rounds, rows of
+//     16,384 in all three dtypes; each variant's time over the kernel's, fp16 /
+//     bf16 / fp32 where all were run):
+//     - Resident blocks that keep the next rows' x in flight through this
+//       row's reduction (one block of 1,024 x 2 per SM, x with or without the
+//       L2 policy, one to three rows ahead; or 512 x 4, two per SM, one row
+//       ahead, which spills): 1.09-1.48 (16-bit). Two rows ahead without the
+//       policy was the best of them.
+//     - x's load hints (fp16 / bf16 / fp32): no policy 1.007-1.018; the policy
+//       with L2::256B 1.005-1.016, or L2::128B 0.998-1.004; L2::256B alone
+//       1.020-1.028; the policy on half the lines (fraction 0.5) 1.014-1.024; the
+//       policy on ld.global.nc 0.998-1.004.
+//     - y stored with an L2 policy (x's kept): evict_last 0.991-1.001 (fp32
+//       1.000, 1.000), evict_last on half the lines 0.998-1.006, evict_unchanged
+//       1.000-1.016, evict_normal 1.004-1.017. Gaps under 1% are at the edge of
+//       what the bench resolves (kernelbook.bench), so none was taken.
+//     - A row split over a cluster of 2 or 4 blocks (16 or 8 KB of the row a
+//       block at 16-bit, 32 or 16 KB at fp32, 2 or 4 blocks per SM, statistics
+//       exchanged through distributed shared memory behind one cluster
+//       barrier): 16-bit 1.28-1.61, fp32 1.12-1.34. The same kernel with a
+//       cluster of one block (so no partner, but the cluster launch and its
+//       barriers) took 1.30-1.31 (16-bit) and 1.15-1.16 (fp32), so most of that
+//       loss comes from the cluster itself, not from splitting the row.
+//     - One block per SM of 1,024 threads: fp32 x 4 (64 KB, weight and bias
+//       late) 1.044-1.045; 16-bit x 2 (32 KB) 1.45-1.47.
+//     In the same runs the kernel measured fp16 96.5-97.2% of the copy, bf16
+//     96.3-97.2% and fp32 94.9-95.8% (copy 4,041-4,104 GB/s).
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
 //     64 registers, one block per SM. H200, 256 MiB, % of a copy in the same
