@@ -109,9 +109,10 @@
 //                copy took 65.54 and 66.72 us. Three runs at 0b8f82c (16-bit rows of 16,384
 //                without x's L2 policy) got 95.2-100.1% at 1,024-16,384, fp32 16,384 97.0-97.3%.
 //                A run at 61a365b on a further H200 (copy ~3,920-4,101 GB/s) got 95.5-100.2%
-//                there: fp32 16,384 95.5%, fp16 96.7%, bf16 96.5%. In probe runs on four more
-//                H200s (copy ~4,041-4,104 GB/s) the same kernels measured fp32 16,384 at
-//                94.9-95.8%, fp16 96.5-97.2%, bf16 96.3-97.2% (notes at launch_rows).
+//                there: fp32 16,384 95.5%, fp16 96.7%, bf16 96.5%. In probe runs on five more
+//                H200s (copy ~4,016-4,104 GB/s) the same kernels measured fp32 16,384 at
+//                94.9-96.6%, fp16 96.5-97.6%, bf16 96.3-97.2%, and at 1 GiB 100.4-100.7%
+//                (notes at launch_rows: what is left is the start and drain of a launch).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                So H200s still differ from one to the next, fp32 at 16,384 columns most.
@@ -1917,6 +1918,17 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //       late) 1.044-1.045; 16-bit x 2 (32 KB) 1.45-1.47.
 //     In the same runs the kernel measured fp16 96.5-97.2% of the copy, bf16
 //     96.3-97.2% and fp32 94.9-95.8% (copy 4,041-4,104 GB/s).
+//     What is left is fixed, not a rate. On a fifth H200, in one run, 1 GiB and
+//     256 MiB (rows of 16,384; 30 rounds each): fp16 253.7-254.0 us (100.4-100.7%
+//     of the copy, 4,203-4,210 GB/s) and 68.5 us (97.4-97.6%, 4,018-4,027 GB/s);
+//     fp32 255.4 us (100.5%) and 69.3 us (96.6%). A line through the two sizes
+//     gives this kernel 61.8 us per 256 MiB and 6.7 us per launch at fp16 (fp32
+//     62.1 and 7.2), and the copy 62.8 and 3.9 (fp32 63.3 and 3.5). Its steady
+//     state is a little faster than the copy (x's L2 policy, which speeds a copy
+//     on an H200 too: kernelbook.bench), and its start and drain cost 2.8-3.7 us
+//     more than the copy's, where 5% of a 256 MiB copy is 3.3 us. The resident
+//     blocks above stayed 1.11 and 1.20 behind at 1 GiB: their loss is in the
+//     steady state, not at the ends.
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
 //     64 registers, one block per SM. H200, 256 MiB, % of a copy in the same
