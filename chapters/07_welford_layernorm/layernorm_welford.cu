@@ -1898,7 +1898,13 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //       row's reduction (one block of 1,024 x 2 per SM, x with or without the
 //       L2 policy, one to three rows ahead; or 512 x 4, two per SM, one row
 //       ahead, which spills): 1.09-1.48 (16-bit). Two rows ahead without the
-//       policy was the best of them.
+//       policy was the best of them; starting the blocks up to 1.75-7 us apart
+//       (__nanosleep) moved it 1.05-1.12, and one block of 512 x 4 per SM, two
+//       or three rows ahead, took 1.20-1.24. Nor two such blocks of 512 x 4 per
+//       SM, each copying its next row into shared memory (cp.async, no
+//       registers) while this row reduces, with or without x's policy, the grid
+//       balanced to equal rows a block or not: 1.09-1.13 at 256 MiB, 1.08-1.11
+//       at 1 GiB (the same bits as the kernel's output).
 //     - x's load hints (fp16 / bf16 / fp32): no policy 1.007-1.018; the policy
 //       with L2::256B 1.005-1.016, or L2::128B 0.998-1.004; L2::256B alone
 //       1.020-1.028; the policy on half the lines (fraction 0.5) 1.014-1.024; the
@@ -1927,7 +1933,7 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     state is a little faster than the copy (x's L2 policy, which speeds a copy
 //     on an H200 too: kernelbook.bench), and its start and drain cost 2.8-3.7 us
 //     more than the copy's, where 5% of a 256 MiB copy is 3.3 us. The resident
-//     blocks above stayed 1.11 and 1.20 behind at 1 GiB: their loss is in the
+//     blocks above stayed 1.08-1.20 behind at 1 GiB: their loss is in the
 //     steady state, not at the ends.
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
