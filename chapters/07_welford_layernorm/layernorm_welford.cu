@@ -101,7 +101,8 @@
 //                65,536: fp32 100.5 / 99.6 / 100.5 / 99.8 / 97.5 / 68.4%, fp16 99.3 / 99.5 / 100.1 /
 //                99.8 / 98.9 / 91.2%, bf16 99.7 / 99.4 / 100.2 / 99.6 / 99.4 / 89.4%; the H100's
 //                kernels are unchanged since, and three runs of notebook 07 at 0b8f82c (copy
-//                ~2,847-2,983 GB/s) got 97.1-100.2% at 1,024-16,384. NVIDIA H200, 2026-11-24,
+//                ~2,847-2,983 GB/s) got 97.1-100.2% at 1,024-16,384, one at f13e30b (copy
+//                ~2,851-2,980 GB/s) 97.7-100.2%. NVIDIA H200, 2026-11-24,
 //                code 6088b60 (copy ~3,916-4,096 GB/s; chapter notebook), rows of 128 / 1,024 /
 //                4,096 / 16,384 / 65,536: fp32 99.4 / 99.8 / 100.4 / 97.3 / 62.9%, fp16 98.1 /
 //                99.0 / 97.8 / 94.9 / 79.0%, bf16 98.6 / 98.5 / 98.3 / 96.7 / 78.5%. fp16 16,384
@@ -109,10 +110,11 @@
 //                copy took 65.54 and 66.72 us. Three runs at 0b8f82c (16-bit rows of 16,384
 //                without x's L2 policy) got 95.2-100.1% at 1,024-16,384, fp32 16,384 97.0-97.3%.
 //                A run at 61a365b on a further H200 (copy ~3,920-4,101 GB/s) got 95.5-100.2%
-//                there: fp32 16,384 95.5%, fp16 96.7%, bf16 96.5%. In probe runs on five more
-//                H200s (copy ~4,016-4,104 GB/s) the same kernels measured fp32 16,384 at
-//                94.9-96.6%, fp16 96.5-97.6%, bf16 96.3-97.2%, and at 1 GiB 100.4-100.7%
-//                (notes at launch_rows: what is left is the start and drain of a launch).
+//                there: fp32 16,384 95.5%, fp16 96.7%, bf16 96.5%. In probe runs on seven more
+//                H200s (copy ~4,016-4,104 GB/s) the same kernels measured 16,384 columns at
+//                94.9-96.6% in fp32 (four of them), 96.5-97.6% in fp16 and 96.3-97.2% in bf16
+//                (four), and at 1 GiB 100.0-100.7% (three; notes at launch_rows: what is left
+//                is the start and drain of a launch).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                So H200s still differ from one to the next, fp32 at 16,384 columns most.
