@@ -1893,8 +1893,8 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     drain in 3-3.5 us. That drain is about a block's lifetime: the bytes an SM
 //     holds (two rows of 64 KB) over its share of the bandwidth, however the row
 //     is cut into blocks, which is why shorter rows get closer to the copy.
-//     Also not it (2026-11-24, four more H200s, 256 MiB, 40 rounds, rows of
-//     16,384 in all three dtypes; each variant's time over the kernel's, fp16 /
+//     Also not it (2026-11-24, six more H200s, 256 MiB unless 1 GiB is named,
+//     30-40 rounds, rows of 16,384; each variant's time over the kernel's, fp16 /
 //     bf16 / fp32 where all were run):
 //     - Resident blocks that keep the next rows' x in flight through this
 //       row's reduction (one block of 1,024 x 2 per SM, x with or without the
@@ -1924,9 +1924,9 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //       loss comes from the cluster itself, not from splitting the row.
 //     - One block per SM of 1,024 threads: fp32 x 4 (64 KB, weight and bias
 //       late) 1.044-1.045; 16-bit x 2 (32 KB) 1.45-1.47.
-//     In the same runs the kernel measured fp16 96.5-97.2% of the copy, bf16
-//     96.3-97.2% and fp32 94.9-95.8% (copy 4,041-4,104 GB/s).
-//     What is left is fixed, not a rate. On a fifth H200, in one run, 1 GiB and
+//     In those runs the kernel measured fp16 96.5-97.5% of the copy, bf16
+//     96.3-97.2% and fp32 94.9-95.8% (copy 4,023-4,104 GB/s).
+//     What is left is fixed, not a rate. On a seventh H200, in one run, 1 GiB and
 //     256 MiB (rows of 16,384; 30 rounds each): fp16 253.7-254.0 us (100.4-100.7%
 //     of the copy, 4,203-4,210 GB/s) and 68.5 us (97.4-97.6%, 4,018-4,027 GB/s);
 //     fp32 255.4 us (100.5%) and 69.3 us (96.6%). A line through the two sizes
