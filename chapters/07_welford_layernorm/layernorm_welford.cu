@@ -114,7 +114,9 @@
 //                H200s (copy ~4,016-4,104 GB/s) the same kernels measured 16,384 columns at
 //                94.9-96.6% in fp32 (four of them), 96.5-97.6% in fp16 and 96.3-97.2% in bf16
 //                (four), and at 1 GiB 100.0-100.7% (three; notes at launch_rows: what is left
-//                is the start and drain of a launch).
+//                is the start of a launch, whose first waves run in step). Three more runs on
+//                H200s later that day (probe runs, copy ~4,006-4,127 GB/s): fp16 95.7-96.8%,
+//                fp32 96.4-97.3%, bf16 97.0-97.3% at 16,384 columns.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                So H200s still differ from one to the next, fp32 at 16,384 columns most.
@@ -1933,10 +1935,48 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     gives this kernel 61.8 us per 256 MiB and 6.7 us per launch at fp16 (fp32
 //     62.1 and 7.2), and the copy 62.8 and 3.9 (fp32 63.3 and 3.5). Its steady
 //     state is a little faster than the copy (x's L2 policy, which speeds a copy
-//     on an H200 too: kernelbook.bench), and its start and drain cost 2.8-3.7 us
-//     more than the copy's, where 5% of a 256 MiB copy is 3.3 us. The resident
-//     blocks above stayed 1.08-1.20 behind at 1 GiB: their loss is in the
-//     steady state, not at the ends.
+//     on an H200 too: kernelbook.bench), and its ends cost 2.8-3.7 us more than
+//     the copy's, where 5% of a 256 MiB copy is 3.3 us. The resident blocks
+//     above stayed 1.08-1.20 behind at 1 GiB: their loss is in the steady
+//     state, not at the ends.
+//     Which end: the start (2026-11-24, four runs on H200s, two of them
+//     …7087 and …7509, the others' serials not recorded). A timeline of the
+//     kernels as they are now (%globaltimer at each block's start, after its
+//     statistics and at its end; the copy's blocks stamped too; a block's bytes
+//     counted as done at its end): the first 10% of the bytes end 1.6-3.6 us
+//     later than the copy's, against the steady rate of each (3.0-3.4 in 10 of
+//     13 cases), and the last 10% take about as long as the copy's (1.5 us less
+//     to 0.2 us more). The blocks in flight dwindle over the last 5 us (fp32), but the
+//     bytes keep ending at the rate. At the start the waves run in step: fp16,
+//     the 264 first blocks get their statistics at 2.5-4.5 us, all end at
+//     5.0-5.5 us and the second wave starts at 6.0, together again (fp32:
+//     statistics at 4-6.5 us, all ending at 10.5); the waves spread only after
+//     a few rounds. The stamps cost time themselves (the timeline's address is
+//     one more load at each block's start): that kernel took 1.039 / 1.042 /
+//     1.056 times as long as this one (fp16 / fp32 / bf16), so the times are
+//     its own; the shape of the start is what they show.
+//     Tried against that start, each variant's time over this kernel's in the
+//     same rounds (H200, 256 MiB, 40 rounds, fp16 / fp32 / bf16), none taken:
+//     - weight and bias prefetched into the L2 at the start, split over the
+//       first 8 blocks (prefetch.global.L2, with or without evict_last):
+//       1.001-1.003 / 1.001-1.002 / 1.007-1.009;
+//     - x loaded with L1::no_allocate: 1.008 / 1.042 / 1.007; with the
+//       prefetch too: 1.000-1.004 / 1.005-1.015 / 1.010. Under ncu the weight
+//       and bias already come from L1: 8.31 M of 12.78 M load sectors hit it
+//       at fp16, where weight and bias are 8.39 M (fp32 7.87 of 12.68 M, 8.45 M);
+//     - (another H200) each block prefetching the row one wave ahead (its row
+//       plus the resident blocks: a row of the next wave) into the L2: right
+//       after its own loads 1.040 / 1.307 / 1.049 (without evict_last 1.135 /
+//       1.319 / 1.138), after its statistics 1.009 / 1.140 / 1.013 (1 GiB: fp16
+//       1.000, fp32 1.125), half a wave ahead 0.997 / 1.064 / 1.004, two waves
+//       ahead 1.34-1.36.
+//     The variants were built as one probe kernel with run-time switches; with
+//     every switch off it took 1.005-1.035 times as long as this kernel in the
+//     same rounds, so each was measured against this kernel, not against the
+//     probe. In those rounds this kernel ran at fp16 96.2, 96.8, fp32 96.4,
+//     97.0 and bf16 97.0, 97.3% of the copy (4,043-4,127 GB/s), and at 1 GiB at
+//     fp16 99.7% and fp32 100.2% (4,215-4,251 GB/s); in a third run (with the
+//     timeline) 95.7 / 97.3 / 97.0% (4,006-4,084 GB/s).
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
 //     64 registers, one block per SM. H200, 256 MiB, % of a copy in the same
