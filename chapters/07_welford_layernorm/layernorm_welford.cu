@@ -114,9 +114,9 @@
 //                H200s (copy ~4,016-4,104 GB/s) the same kernels measured 16,384 columns at
 //                94.9-96.6% in fp32 (four of them), 96.5-97.6% in fp16 and 96.3-97.2% in bf16
 //                (four), and at 1 GiB 100.0-100.7% (three; notes at launch_rows: what is left
-//                is the start of a launch, whose first waves run in step). Three more runs on
-//                H200s later that day (probe runs, copy ~4,006-4,127 GB/s): fp16 95.7-96.8%,
-//                fp32 96.4-97.3%, bf16 97.0-97.3% at 16,384 columns.
+//                is the start of a launch, whose first waves run in step). Four more runs on
+//                H200s later that day (probe runs, copy ~4,001-4,127 GB/s): fp16 95.7-97.9%,
+//                fp32 96.4-97.3%, bf16 96.6-97.3% at 16,384 columns.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                So H200s still differ from one to the next, fp32 at 16,384 columns most.
@@ -1970,13 +1970,20 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //       1.319 / 1.138), after its statistics 1.009 / 1.140 / 1.013 (1 GiB: fp16
 //       1.000, fp32 1.125), half a wave ahead 0.997 / 1.064 / 1.004, two waves
 //       ahead 1.34-1.36.
+//     - (a third H200, …9557) weight and bias prefetched into L1
+//       (prefetch.global.L1, each thread its own vectors) by every block right
+//       after its x loads: 1.155 / 1.035 / 1.154 (1 GiB: fp16 1.189, fp32
+//       1.021); before them 1.170 / 1.090 / 1.167; by the first wave's blocks
+//       only 1.023 / 1.035 / 1.017. Built as template variants, whose default
+//       is this kernel's code: that default took 0.999-1.002 of its time.
 //     The variants were built as one probe kernel with run-time switches; with
 //     every switch off it took 1.005-1.035 times as long as this kernel in the
 //     same rounds, so each was measured against this kernel, not against the
 //     probe. In those rounds this kernel ran at fp16 96.2, 96.8, fp32 96.4,
 //     97.0 and bf16 97.0, 97.3% of the copy (4,043-4,127 GB/s), and at 1 GiB at
 //     fp16 99.7% and fp32 100.2% (4,215-4,251 GB/s); in a third run (with the
-//     timeline) 95.7 / 97.3 / 97.0% (4,006-4,084 GB/s).
+//     timeline) 95.7 / 97.3 / 97.0% (4,006-4,084 GB/s); on …9557 97.9 / 96.5 /
+//     96.6% (4,001-4,058 GB/s), and at 1 GiB 99.3% (fp16) and 100.5% (fp32).
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
 //     64 registers, one block per SM. H200, 256 MiB, % of a copy in the same
