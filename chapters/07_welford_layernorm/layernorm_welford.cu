@@ -1946,8 +1946,8 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     counted as done at its end): the first 10% of the bytes end 1.6-3.6 us
 //     later than the copy's, against the steady rate of each (3.0-3.4 in 10 of
 //     13 cases), and the last 10% take about as long as the copy's (1.5 us less
-//     to 0.2 us more). The blocks in flight dwindle over the last 5 us (fp32), but the
-//     bytes keep ending at the rate. At the start the waves run in step: fp16,
+//     to 0.2 us more). The blocks in flight dwindle over the last 5 us (fp32),
+//     but the bytes keep ending at the rate. At the start the waves run in step: fp16,
 //     the 264 first blocks get their statistics at 2.5-4.5 us, all end at
 //     5.0-5.5 us and the second wave starts at 6.0, together again (fp32:
 //     statistics at 4-6.5 us, all ending at 10.5); the waves spread only after
@@ -1964,25 +1964,25 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //       prefetch too: 1.000-1.004 / 1.005-1.015 / 1.010. Under ncu the weight
 //       and bias already come from L1: 8.31 M of 12.78 M load sectors hit it
 //       at fp16, where weight and bias are 8.39 M (fp32 7.87 of 12.68 M, 8.45 M);
-//     - (another H200) each block prefetching the row one wave ahead (its row
+//     - (another run) each block prefetching the row one wave ahead (its row
 //       plus the resident blocks: a row of the next wave) into the L2: right
 //       after its own loads 1.040 / 1.307 / 1.049 (without evict_last 1.135 /
 //       1.319 / 1.138), after its statistics 1.009 / 1.140 / 1.013 (1 GiB: fp16
 //       1.000, fp32 1.125), half a wave ahead 0.997 / 1.064 / 1.004, two waves
 //       ahead 1.34-1.36.
-//     - (a third H200, …9557) weight and bias prefetched into L1
+//     - (on …9557) weight and bias prefetched into L1
 //       (prefetch.global.L1, each thread its own vectors) by every block right
 //       after its x loads: 1.155 / 1.035 / 1.154 (1 GiB: fp16 1.189, fp32
 //       1.021); before them 1.170 / 1.090 / 1.167; by the first wave's blocks
 //       only 1.023 / 1.035 / 1.017. Built as template variants, whose default
 //       is this kernel's code: that default took 0.999-1.002 of its time.
-//     The variants were built as one probe kernel with run-time switches; with
+//     The first three were built as one probe kernel with run-time switches; with
 //     every switch off it took 1.005-1.035 times as long as this kernel in the
 //     same rounds, so each was measured against this kernel, not against the
 //     probe. In those rounds this kernel ran at fp16 96.2, 96.8, fp32 96.4,
 //     97.0 and bf16 97.0, 97.3% of the copy (4,043-4,127 GB/s), and at 1 GiB at
-//     fp16 99.7% and fp32 100.2% (4,215-4,251 GB/s); in a third run (with the
-//     timeline) 95.7 / 97.3 / 97.0% (4,006-4,084 GB/s); on …9557 97.9 / 96.5 /
+//     fp16 99.7% and fp32 100.2% (4,215-4,251 GB/s); in a run with the
+//     timeline 95.7 / 97.3 / 97.0% (4,006-4,084 GB/s); on …9557 97.9 / 96.5 /
 //     96.6% (4,001-4,058 GB/s), and at 1 GiB 99.3% (fp16) and 100.5% (fp32).
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
