@@ -100,30 +100,20 @@
 //                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
 //                65,536: fp32 100.5 / 99.6 / 100.5 / 99.8 / 97.5 / 68.4%, fp16 99.3 / 99.5 / 100.1 /
 //                99.8 / 98.9 / 91.2%, bf16 99.7 / 99.4 / 100.2 / 99.6 / 99.4 / 89.4%; the H100's
-//                kernels are unchanged since, and three runs of notebook 07 at 0b8f82c (copy
-//                ~2,847-2,983 GB/s) got 97.1-100.2% at 1,024-16,384, one at f13e30b (copy
-//                ~2,851-2,980 GB/s) 97.7-100.2%. NVIDIA H200, 2026-11-24,
-//                code 6088b60 (copy ~3,916-4,096 GB/s; chapter notebook), rows of 128 / 1,024 /
-//                4,096 / 16,384 / 65,536: fp32 99.4 / 99.8 / 100.4 / 97.3 / 62.9%, fp16 98.1 /
-//                99.0 / 97.8 / 94.9 / 79.0%, bf16 98.6 / 98.5 / 98.3 / 96.7 / 78.5%. fp16 16,384
-//                took 69.10 us there and 69.01 us in a second run on another H200 (96.7%); the
-//                copy took 65.54 and 66.72 us. Three runs at 0b8f82c (16-bit rows of 16,384
-//                without x's L2 policy) got 95.2-100.1% at 1,024-16,384, fp32 16,384 97.0-97.3%.
-//                A run at 61a365b on a further H200 (copy ~3,920-4,101 GB/s) got 95.5-100.2%
-//                there: fp32 16,384 95.5%, fp16 96.7%, bf16 96.5%. In probe runs on seven more
-//                H200s (copy ~4,016-4,104 GB/s) the same kernels measured 16,384 columns at
-//                94.9-96.6% in fp32 (four of them), 96.5-97.6% in fp16 and 96.3-97.2% in bf16
-//                (four), and at 1 GiB 100.0-100.7% (three; notes at launch_rows: what is left
-//                is the start of a launch, whose first waves run in step). Four more runs on
-//                H200s later that day (probe runs, copy ~4,001-4,127 GB/s): fp16 95.7-97.9%,
-//                fp32 96.4-97.3%, bf16 96.6-97.3% at 16,384 columns.
+//                kernels are unchanged since, and notebook runs at 0b8f82c and f13e30b got
+//                97.1-100.2% at 1,024-16,384. NVIDIA H200, 2026-11-24, code 6088b60 (copy
+//                ~3,916-4,096 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384 /
+//                65,536: fp32 99.4 / 99.8 / 100.4 / 97.3 / 62.9%, fp16 98.1 / 99.0 / 97.8 / 94.9 /
+//                79.0%, bf16 98.6 / 98.5 / 98.3 / 96.7 / 78.5%.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
-//                So H200s still differ from one to the next, fp32 at 16,384 columns most.
-//                Before x's L2 policy (kKeepX), fp32 at 16,384 columns measured 93.0-96.2% of
-//                the copy in 15 cases on nine of them (median 95.2%); in one run, two such
-//                cases took 71.0 and 70.9 us while the copy took 66.0 and 67.5 us (93.0% and
-//                95.2%).
+//                H200s differ from one to the next. Over the other H200 runs of the same
+//                kernels (notebook and probe runs, each with its copy bandwidth in
+//                book/results.md), 16,384 columns measured 94.9-97.3% of the copy in fp32,
+//                95.7-97.9% in fp16 and 96.3-97.3% in bf16, and 99.3-100.7% at 1 GiB: what is
+//                left at 256 MiB is the start of a launch, whose first waves run in step
+//                (notes at launch_rows). Before x's L2 policy (kKeepX), fp32 at 16,384 columns
+//                measured 93.0-96.2% in 15 cases on nine H200s (median 95.2%).
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
