@@ -955,7 +955,15 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // What the order does is measured, not explained: the same loads written in plain
 // C++, which the compiler may move ahead of the stores (it spills 8 bytes at 64
 // registers there), tie with kEarly (1.008, 1.005), and so do they with a compiler
-// barrier (asm volatile("" ::: "memory")) after each store (1.006, 1.000). bf16
+// barrier (asm volatile("" ::: "memory")) after each store (1.006, 1.000). Nor
+// do these loads in this order through ld.global.nc: on a later H200 (…5418, 40
+// rounds, that kernel's time over this one's) fp16 1.040, bf16 1.011. So it is
+// these loads' path behind the stores (ld.global, not the read-only path), not
+// their order alone; and a fixed pause between the stores is not it either (same
+// rounds, fp16 / fp32 in kLate / bf16): __nanosleep(64) after each store but the
+// last 1.025 / 1.009 / 1.027; a GPU fence there, in the first wave's 264 blocks
+// only 1.027 / 1.079 / 1.031, in every block 1.35-1.36. This kernel ran at 98.3
+// / 97.1 / 96.2% of the copy in those rounds (4,031-4,126 GB/s). bf16
 // first measured a tie (H200 0.999, 1.001; H100 0.999, 1.002) and kept kEarly, but
 // H200s differ: on the four lent later (2026-11-24, 40 rounds each) kEarly bf16
 // ran at 91.5-92.4% of a copy, and this at 94.8-96.2%, early time over this 1.040
