@@ -1974,6 +1974,17 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //       1.021); before them 1.170 / 1.090 / 1.167; by the first wave's blocks
 //       only 1.023 / 1.035 / 1.017. Built as template variants, whose default
 //       is this kernel's code: that default took 0.999-1.002 of its time.
+//     - (on …2739, template variants as above, default 1.000-1.002) weight and
+//       bias read once with plain loads (values unused), so that the later
+//       loads hit L1: by the first wave's 264 blocks right after their x loads
+//       1.026 / 1.038 / 1.007, before them 0.998 / 1.038 / 1.006, by every
+//       block 1.006 / 1.018 / 0.995; the first wave's 16-bit blocks loading them
+//       with x (kEarly) 1.015 / - / 1.030. At 1 GiB the first of these took
+//       1.020 (fp16) and 1.025 (fp32), the last 1.009 (fp16): a loss that grows
+//       with the rows (fp16 1.7 us at 256 MiB, 5.1 us at 1 GiB) is in every
+//       block's code, not in the first wave's work. This kernel ran at 95.9 /
+//       97.1 / 96.1% of the copy there (4,011-4,095 GB/s), and at 1 GiB 99.6%
+//       (fp16) and 100.3% (fp32; 4,215-4,230 GB/s).
 //     The first three were built as one probe kernel with run-time switches; with
 //     every switch off it took 1.005-1.035 times as long as this kernel in the
 //     same rounds, so each was measured against this kernel, not against the
