@@ -96,21 +96,21 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved. NVIDIA H100, 2026-11-24, code aa914d438374 (copy ~2,850-2,978 GB/s;
+//                moved. NVIDIA H100, 2026-11-25, code 6b313e09c4b2 (copy ~2,846-2,977 GB/s;
 //                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
-//                65,536: fp32 100.5 / 99.6 / 100.5 / 99.8 / 97.5 / 68.4%, fp16 99.3 / 99.5 / 100.1 /
-//                99.8 / 98.9 / 91.2%, bf16 99.7 / 99.4 / 100.2 / 99.6 / 99.4 / 89.4%; the H100's
-//                kernels are unchanged since, and notebook runs at 0b8f82c and f13e30b got
-//                97.1-100.2% at 1,024-16,384. NVIDIA H200, 2026-11-24, code 6088b60 (copy
-//                ~3,916-4,096 GB/s; chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384 /
-//                65,536: fp32 99.4 / 99.8 / 100.4 / 97.3 / 62.9%, fp16 98.1 / 99.0 / 97.8 / 94.9 /
-//                79.0%, bf16 98.6 / 98.5 / 98.3 / 96.7 / 78.5%.
+//                65,536: fp32 100.5 / 99.6 / 100.2 / 100.2 / 97.7 / 68.3%, fp16 99.6 / 99.4 / 99.9 /
+//                99.4 / 98.6 / 91.3%, bf16 99.6 / 99.5 / 100.0 / 99.6 / 99.4 / 90.0%; the same
+//                ladder at aa914d4 (the H100's kernels are unchanged since) and notebook runs at
+//                0b8f82c and f13e30b got 97.1-100.5% at 1,024-16,384. NVIDIA H200, 2026-11-24,
+//                code 6088b60 (copy ~3,916-4,096 GB/s; chapter notebook), rows of 128 / 1,024 /
+//                4,096 / 16,384 / 65,536: fp32 99.4 / 99.8 / 100.4 / 97.3 / 62.9%, fp16 98.1 /
+//                99.0 / 97.8 / 94.9 / 79.0%, bf16 98.6 / 98.5 / 98.3 / 96.7 / 78.5%.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the other H200 runs of the same
 //                kernels (notebook and probe runs, each with its copy bandwidth in
 //                book/results.md), 16,384 columns measured 94.9-97.3% of the copy in fp32,
-//                95.7-97.9% in fp16 and 96.3-97.3% in bf16, and 99.3-100.7% at 1 GiB: what is
+//                95.7-98.3% in fp16 and 96.1-97.3% in bf16, and 99.3-100.7% at 1 GiB: what is
 //                left at 256 MiB is the start of a launch, whose first waves run in step
 //                (notes at launch_rows). Before x's L2 policy (kKeepX), fp32 at 16,384 columns
 //                measured 93.0-96.2% in 15 cases on nine H200s (median 95.2%).
