@@ -957,7 +957,8 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // registers there), tie with kEarly (1.008, 1.005), and so do they with a compiler
 // barrier (asm volatile("" ::: "memory")) after each store (1.006, 1.000). Nor
 // do these loads in this order through ld.global.nc: on a later H200 (…5418, 40
-// rounds, that kernel's time over this one's) fp16 1.040, bf16 1.011. So it is
+// rounds, template variants whose default, this code, took 0.996-1.001 of its
+// time; that kernel's time over this one's) fp16 1.040, bf16 1.011. So it is
 // these loads' path behind the stores (ld.global, not the read-only path), not
 // their order alone; and a fixed pause between the stores is not it either (same
 // rounds, fp16 / fp32 in kLate / bf16): __nanosleep(64) after each store but the
