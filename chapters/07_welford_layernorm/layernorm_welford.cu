@@ -1969,12 +1969,21 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //       1.319 / 1.138), after its statistics 1.009 / 1.140 / 1.013 (1 GiB: fp16
 //       1.000, fp32 1.125), half a wave ahead 0.997 / 1.064 / 1.004, two waves
 //       ahead 1.34-1.36.
+//       These three were built as one probe kernel with run-time switches; with
+//       every switch off it took 1.005-1.035 times as long as this kernel in the
+//       same rounds, so each was measured against this kernel, not against the
+//       probe. In those rounds this kernel ran at fp16 96.2, 96.8, fp32 96.4,
+//       97.0 and bf16 97.0, 97.3% of the copy (4,043-4,127 GB/s), and at 1 GiB at
+//       fp16 99.7% and fp32 100.2% (4,215-4,251 GB/s); in a run with the
+//       timeline 95.7 / 97.3 / 97.0% (4,006-4,084 GB/s).
 //     - (on …9557) weight and bias prefetched into L1
 //       (prefetch.global.L1, each thread its own vectors) by every block right
 //       after its x loads: 1.155 / 1.035 / 1.154 (1 GiB: fp16 1.189, fp32
 //       1.021); before them 1.170 / 1.090 / 1.167; by the first wave's blocks
 //       only 1.023 / 1.035 / 1.017. Built as template variants, whose default
-//       is this kernel's code: that default took 0.999-1.002 of its time.
+//       is this kernel's code: that default took 0.999-1.002 of its time. This
+//       kernel ran at 97.9 / 96.5 / 96.6% of the copy there (4,001-4,058 GB/s),
+//       and at 1 GiB 99.3% (fp16) and 100.5% (fp32).
 //     - (on …2739, template variants as above, default 1.000-1.002) weight and
 //       bias read once with plain loads (values unused), so that the later
 //       loads hit L1: by the first wave's 264 blocks right after their x loads
@@ -1986,14 +1995,6 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //       block's code, not in the first wave's work. This kernel ran at 95.9 /
 //       97.1 / 96.1% of the copy there (4,011-4,095 GB/s), and at 1 GiB 99.6%
 //       (fp16) and 100.3% (fp32; 4,215-4,230 GB/s).
-//     The first three were built as one probe kernel with run-time switches; with
-//     every switch off it took 1.005-1.035 times as long as this kernel in the
-//     same rounds, so each was measured against this kernel, not against the
-//     probe. In those rounds this kernel ran at fp16 96.2, 96.8, fp32 96.4,
-//     97.0 and bf16 97.0, 97.3% of the copy (4,043-4,127 GB/s), and at 1 GiB at
-//     fp16 99.7% and fp32 100.2% (4,215-4,251 GB/s); in a run with the
-//     timeline 95.7 / 97.3 / 97.0% (4,006-4,084 GB/s); on …9557 97.9 / 96.5 /
-//     96.6% (4,001-4,058 GB/s), and at 1 GiB 99.3% (fp16) and 100.5% (fp32).
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
 //     64 registers, one block per SM. H200, 256 MiB, % of a copy in the same
