@@ -110,7 +110,7 @@
 //                H200s differ from one to the next. Over the other H200 runs of the same
 //                kernels (notebook and probe runs, each with its copy bandwidth in
 //                book/results.md), 16,384 columns measured 94.9-97.3% of the copy in fp32,
-//                95.7-98.3% in fp16 and 96.1-97.3% in bf16, and 99.3-100.7% at 1 GiB: what is
+//                95.7-98.4% in fp16 and 96.1-97.6% in bf16, and 99.3-100.7% at 1 GiB: what is
 //                left at 256 MiB is the start of a launch, whose first waves run in step
 //                (notes at launch_rows). Before x's L2 policy (kKeepX), fp32 at 16,384 columns
 //                measured 93.0-96.2% in 15 cases on nine H200s (median 95.2%).
@@ -1995,6 +1995,30 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //       block's code, not in the first wave's work. This kernel ran at 95.9 /
 //       97.1 / 96.1% of the copy there (4,011-4,095 GB/s), and at 1 GiB 99.6%
 //       (fp16) and 100.3% (fp32; 4,215-4,230 GB/s).
+//     - (on …6877, template variants as above, default 1.000-1.002) the first
+//       wave's blocks each bringing the row that its block of the next wave
+//       takes into the L2 (cp.async.bulk.prefetch.L2, one thread a block), so
+//       that the memory has reads queued while the first wave reduces: at the
+//       block's start 1.017 / 1.037 / 1.016 (1 GiB: fp16 1.005, fp32 1.017),
+//       after its x loads 1.024 / 1.038 / 1.016, two waves' rows 1.067 / 1.073 /
+//       1.072, by the first 132 blocks only 1.007 / 1.016 / 1.005; the test
+//       alone, never taken, 0.995-1.006. fp16 lost 1.3 us at both sizes: the
+//       reads ahead delay the first wave more than they save the second, so the
+//       memory is not idle while the first wave reduces. This kernel ran at
+//       98.4 / 95.6 / 97.6% of the copy there (4,033-4,110 GB/s), at 1 GiB
+//       99.6% (fp16) and 100.5% (fp32; 4,228-4,251 GB/s).
+//     - (on …8851, same kind of variants, default 0.996-1.003) x's evict_last
+//       policy left off the last rows, so that more of y's last lines, not x's,
+//       are still in the L2 at the end, as a copy leaves them (the bench
+//       flushes the L2 with dirty lines; see kernelbook.bench): the rows whose x
+//       is the L2's size plain (evict_normal) 1.014 / 1.018 / 1.018 (1 GiB:
+//       fp16 1.012, fp32 1.006), half of it 1.008 / 1.009 / 1.016 (1 GiB 1.012,
+//       1.002), twice it 1.019 / 1.025 / 1.027; evict_first instead, the L2's
+//       size 1.014 / 1.024 / 1.021, half of it 1.007 / 1.010 / 1.013; the
+//       policy picked per block but evict_last for all 0.999-1.003. The policy
+//       gains up to the last row, so the end is not where it costs. This kernel
+//       ran at 97.0 / 97.1 / 96.9% of the copy there (4,055-4,081 GB/s), at 1 GiB
+//       99.7% (fp16) and 100.2% (fp32; 4,229-4,251 GB/s).
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
 //     64 registers, one block per SM. H200, 256 MiB, % of a copy in the same
