@@ -2003,8 +2003,8 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //       after its x loads 1.024 / 1.038 / 1.016, two waves' rows 1.067 / 1.073 /
 //       1.072, by the first 132 blocks only 1.007 / 1.016 / 1.005; the test
 //       alone, never taken, 0.995-1.006. fp16 lost 1.3 us at both sizes: the
-//       reads ahead delay the first wave more than they save the second, so the
-//       memory is not idle while the first wave reduces. This kernel ran at
+//       reads ahead delay the first wave more than they save the second, no sign
+//       of memory left idle while the first wave reduces. This kernel ran at
 //       98.4 / 95.6 / 97.6% of the copy there (4,033-4,110 GB/s), at 1 GiB
 //       99.6% (fp16) and 100.5% (fp32; 4,228-4,251 GB/s).
 //     - (on …8851, same kind of variants, default 0.996-1.003) x's evict_last
@@ -2016,9 +2016,10 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //       1.002), twice it 1.019 / 1.025 / 1.027; evict_first instead, the L2's
 //       size 1.014 / 1.024 / 1.021, half of it 1.007 / 1.010 / 1.013; the
 //       policy picked per block but evict_last for all 0.999-1.003. The policy
-//       gains up to the last row, so the end is not where it costs. This kernel
-//       ran at 97.0 / 97.1 / 96.9% of the copy there (4,055-4,081 GB/s), at 1 GiB
-//       99.7% (fp16) and 100.2% (fp32; 4,229-4,251 GB/s).
+//       pays even in the last rows: the launch does not lose by the output it
+//       leaves out of the L2 at its end. This kernel ran at 97.0 / 97.1 / 96.9%
+//       of the copy there (4,055-4,081 GB/s), at 1 GiB 99.7% (fp16) and 100.2%
+//       (fp32; 4,229-4,251 GB/s).
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
 //     64 registers, one block per SM. H200, 256 MiB, % of a copy in the same
