@@ -2020,6 +2020,28 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //       leaves out of the L2 at its end. This kernel ran at 97.0 / 97.1 / 96.9%
 //       of the copy there (4,055-4,081 GB/s), at 1 GiB 99.7% (fp16) and 100.2%
 //       (fp32; 4,229-4,251 GB/s).
+//     Where a launch's extra time goes (2026-11-25, H200s …3629, …1739 and
+//     …6679, copy 4,026-4,111 GB/s; fp16 and fp32 rows of 16,384 at 256 MiB and
+//     1 GiB, 40 and 20 rounds; a line through the two sizes as above, each
+//     contender's us a launch): the copy 2.5-4.6; a copy by rows in this
+//     kernel's shape (a row a block of 512 threads, two blocks per SM, x with
+//     its L2 policy, the row held in registers) 4.4-4.9, with a block barrier
+//     between its loads and stores 4.5-4.9, with a block sum there 4.3-5.3;
+//     this kernel with weight 1 and bias 0 as constants (its statistics, no
+//     weight and bias loads) 5.1-5.7; with its weight and bias loads kept but
+//     all within 2 KB 5.9-6.5; this kernel 6.4-7.1. Each streams at 61.2-63.0
+//     us per 256 MiB (the copy 62.1-63.0), so all of the gap is in those
+//     per-launch times. Run by run, over the copy, a row a block costs 0.2-1.9
+//     us, the statistics 0.1-1.2 more, and weight and bias 0.8-1.7 more, about
+//     half of it their loads and half their bytes: every SM needs all of them,
+//     64 KB at fp16 and 128 at fp32, which over 132 SMs is as many bytes as
+//     the first wave's x. Each time comes from two medians, so these split the
+//     gap only to about half a microsecond. At 256 MiB the copies by rows ran
+//     at 97.8-101.0% of the copy, this kernel without weight and bias loads at
+//     96.3-98.9%, and this kernel at 95.7-97.4%. A copy by rows writing x * w
+//     + b took 7.0 (fp16) and 7.2 (fp32) with weight and bias loaded with x,
+//     and with them loaded in order after a block sum, as here, 7.6 and 12.9
+//     and it streamed slower too (88.0 and 86.4% of the copy at 256 MiB).
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
 //     64 registers, one block per SM. H200, 256 MiB, % of a copy in the same
