@@ -2044,10 +2044,11 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     and it streamed slower too (88.0 and 86.4% of the copy at 256 MiB).
 //     Against the loads' share (on …8215, template variants, default
 //     1.000-1.001, 40 rounds, fp16 / fp32 / bf16): the first vector of weight
-//     and bias loaded before the reduction, so that its trip to memory overlaps
-//     the statistics (64 registers, no spill), 0.998 / 1.000 / 0.995 (1 GiB:
-//     fp16 0.993, fp32 0.998); the first two, 0.996 / 1.000 / 0.998 (0.999,
-//     1.002). Under 1%, at the edge of what the bench resolves: not taken.
+//     and bias loaded before the reduction, so that its trip to memory
+//     overlaps the statistics (at most 64 registers, no spill), 0.998 / 1.000
+//     / 0.995 (1 GiB: fp16 0.993, fp32 0.998); the first two, 0.996 / 1.000 /
+//     0.998 (0.999, 1.002). Under 1%, at the edge of what the bench resolves:
+//     not taken.
 //     This kernel ran at 97.0 / 97.1 / 96.3% of the copy there (4,011-4,051
 //     GB/s), at 1 GiB 99.6% (fp16) and 100.0% (fp32; 4,218-4,225 GB/s);
 //     torch.compile's time over it 1.038-1.275, Liger's 1.109-1.594.
