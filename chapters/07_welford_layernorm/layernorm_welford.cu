@@ -111,9 +111,11 @@
 //                kernels (notebook and probe runs, each with its copy bandwidth in
 //                book/results.md), 16,384 columns measured 94.9-97.3% of the copy in fp32,
 //                95.7-98.4% in fp16 and 96.1-97.6% in bf16, and 99.3-100.7% at 1 GiB: what is
-//                left at 256 MiB is the start of a launch, whose first waves run in step
-//                (notes at launch_rows). Before x's L2 policy (kKeepX), fp32 at 16,384 columns
-//                measured 93.0-96.2% in 15 cases on nine H200s (median 95.2%).
+//                left at 256 MiB is a fixed cost of each launch, paid at its start, where the
+//                first waves run in step: a row a block, the statistics, and weight and bias,
+//                which every SM reads whole (notes at launch_rows). Before x's L2 policy
+//                (kKeepX), fp32 at 16,384 columns measured 93.0-96.2% in 15 cases on nine
+//                H200s (median 95.2%).
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
