@@ -2054,6 +2054,18 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     This kernel ran at 97.0 / 97.1 / 96.3% of the copy there (4,011-4,051
 //     GB/s), at 1 GiB 99.6% (fp16) and 100.0% (fp32; 4,218-4,225 GB/s);
 //     torch.compile's time over it 1.038-1.275, Liger's 1.109-1.594.
+//     Against the statistics' share (on …6370, 2026-11-25, template variants,
+//     default 0.998-1.003, 40 rounds, fp16 / bf16 / fp32): leaner leaves, each
+//     checked against float64 on rows offset by -50 to 1,234 (constant rows
+//     included): no error over 1.25 times the shipped kernel's. The mean of a
+//     vector's raw values with the shift subtracted from it alone 1.000 / 0.992 /
+//     0.998; that and the squares summed in pairs by fma 1.003 / 0.989 / 0.994;
+//     one two-pass leaf over a thread's whole slice 1.003 / 0.994 / 0.992; at
+//     1 GiB 0.997-1.003. Nothing for fp16 and under 1.2% for the others, where an
+//     earlier run of a leaner leaf (kInOrder's notes) had fp16 1% ahead and bf16
+//     0.8% behind: within what the bench resolves, not taken.
+//     This kernel ran at 97.4 / 96.5 / 96.4% of the copy there (4,020-4,034
+//     GB/s), at 1 GiB 99.5% (fp16) and 99.4% (bf16; 4,221-4,241 GB/s).
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
 //   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
 //     64 registers, one block per SM. H200, 256 MiB, % of a copy in the same
