@@ -978,7 +978,8 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // at its register limit): 0.50-0.97; a leaner leaf for 16-bit rows (the mean
 // of the raw halves, the shift subtracted from it alone, and the squared
 // deviations summed by fma): 1.009, 1.010 at 16,384 but 0.994 at fp16 4,096 and
-// 0.992 at bf16 16,384. kInOrder in layernorm_affine_rows_kernel (fp16 rows of
+// 0.992 at bf16 16,384 (a close variant on a later H200: launch_rows,
+// "statistics' share"). kInOrder in layernorm_affine_rows_kernel (fp16 rows of
 // 128 to 512, 256 MiB, 40 rounds, same ratio): H200 1.004-1.010 at 16 blocks per
 // SM (64 registers), 1.005-1.011 at 20, 0.997-1.002 at 24 (bf16 1.000), H100
 // 0.999-1.003: a gain under the bench's resolution, not kept. torch.compile was
@@ -2055,15 +2056,16 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     GB/s), at 1 GiB 99.6% (fp16) and 100.0% (fp32; 4,218-4,225 GB/s);
 //     torch.compile's time over it 1.038-1.275, Liger's 1.109-1.594.
 //     Against the statistics' share (on …6370, 2026-11-25, template variants,
-//     default 0.998-1.003, 40 rounds, fp16 / bf16 / fp32): leaner leaves, each
-//     checked against float64 on rows offset by -50 to 1,234 (constant rows
-//     included): no error over 1.25 times the shipped kernel's. The mean of a
-//     vector's raw values with the shift subtracted from it alone 1.000 / 0.992 /
-//     0.998; that and the squares summed in pairs by fma 1.003 / 0.989 / 0.994;
-//     one two-pass leaf over a thread's whole slice 1.003 / 0.994 / 0.992; at
-//     1 GiB 0.997-1.003. Nothing for fp16 and under 1.2% for the others, where an
-//     earlier run of a leaner leaf (kInOrder's notes) had fp16 1% ahead and bf16
-//     0.8% behind: within what the bench resolves, not taken.
+//     default 0.998-1.003, 40 rounds, fp16 / bf16 / fp32; each variant's time over
+//     this kernel's): leaner leaves, each checked against float64 on rows offset
+//     by -50 to 1,234 (constant rows included), with no error over 1.25 times this
+//     kernel's. The mean of a vector's raw values with the shift subtracted from
+//     it alone 1.000 / 0.992 / 0.998; that and the squares summed in pairs by fma
+//     (close to the leaner leaf of kInOrder's notes) 1.003 / 0.989 / 0.994; one
+//     two-pass leaf over a thread's whole slice 1.003 / 0.994 / 0.992; at 1 GiB
+//     0.997-1.003. Nothing for fp16 and under 1.2% for the others, where the
+//     earlier run had fp16 1% ahead and bf16 0.8% behind: within what the bench
+//     resolves, not taken.
 //     This kernel ran at 97.4 / 96.5 / 96.4% of the copy there (4,020-4,034
 //     GB/s), at 1 GiB 99.5% (fp16) and 99.4% (bf16; 4,221-4,241 GB/s).
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
