@@ -234,3 +234,25 @@ def test_versus_pairs_stored_rounds_and_records_check_them():
     del record["cases"][0]["results"][1]["rounds_ms"]
     p = results.versus(results.validate(record)["cases"][0], "08", "torch.compile")
     assert p.rounds == 0 and p.low == p.ratio == p.high and str(p).endswith("(medians only)")
+
+
+@pytest.mark.gpu
+def test_eager_rounds_share_a_rotating_input_set():
+    # Where a large case's input lies moves the copy by up to 3% (EAGER_INPUT_SETS):
+    # every round puts all contenders on one input set, and the rounds take the sets in turn.
+    x = torch.zeros(16, device="cuda")
+    seen = {"a": [], "b": []}
+
+    def contender(name):
+        def make_call(k):
+            def call():
+                seen[name].append(k)
+                return x + 1
+            return call
+        return bench.Contender(name, make_call)
+
+    sets, reps = bench.EAGER_INPUT_SETS, 2 * bench.EAGER_INPUT_SETS + 1
+    bench.time_round_robin([contender("a"), contender("b")], 2**30, reps=reps, mode=bench.EAGER, warmup=1)
+    for name, ks in seen.items():
+        assert sorted(ks[:sets]) == list(range(sets)), (name, ks)  # warm-up: each set once
+        assert ks[sets:] == [r % sets for r in range(reps)], (name, ks)

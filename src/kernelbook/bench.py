@@ -18,9 +18,11 @@ with intervals that excluded 1: in eager mode at 223,000 x 301 bf16 and, before
 GRAPH_CAPTURES, in graph mode, H200, 2026-11-24, 30-40 rounds. Where each one's
 output lies is the one thing such copies do not share, and a gap under about 1%
 between two contenders is not resolved by this bench.) Large cases (at least
-BIG_BYTES moved) run call by call; small ones are captured in a CUDA graph over
-rotating input sets (at most 256, each read once per replay) and replayed.
-Either way every timing starts after writing a buffer twice the L2's size.
+BIG_BYTES moved) run call by call, on EAGER_INPUT_SETS input sets in turn (one a
+round, so that where one set happens to lie does not bias a whole case); small
+ones are captured in a CUDA graph over rotating input sets (at most 256, each
+read once per replay) and replayed. Either way every timing starts after
+writing a buffer twice the L2's size.
 Graph replays once skipped that flush and relied on the sets exceeding 3x the
 L2, which the cap of 256 breaks for the smallest cases: 256 sets of one row of
 4,096 floats are 12 MiB, so each replay found part of them still in L2 from the
@@ -78,6 +80,17 @@ SPREAD_LIMIT = 0.10
 # rounds); with four captures each, by at most 0.4%. Rotating the captures makes
 # placement a round-to-round difference, which the paired interval then covers.
 GRAPH_CAPTURES = 4
+# Eager mode rotates this many input sets, one a round, every contender on the
+# round's set. Where a large case's input and output lie moves the copy more than
+# a kernel that reads a row before writing it (the copy reads and writes the same
+# offsets at once): on an H200 (…2768, 2026-11-25, fp16 4,096 x 16,384, 30 rounds)
+# nine placements of x and y moved the copy over 65.4-66.8 us and the LayerNorm
+# over 67.9-68.4, so one placement put the LayerNorm anywhere in 95.8-97.7% of the
+# copy. On another (…2732, 40 rounds, four trials with fresh inputs) it measured
+# 95.4-98.7% on one input set (the copy 4,008-4,145 GB/s) and 97.3-97.8% rotating
+# four (4,036-4,073). Rotating makes placement a round-to-round difference that
+# every contender shares, as GRAPH_CAPTURES does for graph replays.
+EAGER_INPUT_SETS = 4
 ORDER_SEED = 0  # the rounds' contender orders are random, and the same in every run
 
 
@@ -245,10 +258,12 @@ def _prepare(contender: Contender, mode: str, nbytes: int, warmup: int) -> tuple
     """Warm the contender up (lazy init, compilation, autotuning) and return the
     callable to time and how many op calls one timing covers."""
     if mode == EAGER:
-        call = contender.make_call(0)
-        for _ in range(warmup):
-            call()
-        return call, 1
+        calls = [contender.make_call(k) for k in range(EAGER_INPUT_SETS)]
+        for call in calls:
+            for _ in range(warmup):
+                call()
+        turn = itertools.cycle(calls)  # called once a round: round r is on set r % EAGER_INPUT_SETS
+        return lambda: next(turn)(), 1
     calls = [contender.make_call(k) for k in range(input_sets(nbytes))]
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
