@@ -89,7 +89,13 @@ GRAPH_CAPTURES = 4
 # copy. On another (…2732, 40 rounds, four trials with fresh inputs) it measured
 # 95.4-98.7% on one input set (the copy 4,008-4,145 GB/s) and 97.3-97.8% rotating
 # four (4,036-4,073). Rotating makes placement a round-to-round difference that
-# every contender shares, as GRAPH_CAPTURES does for graph replays.
+# every contender shares, as GRAPH_CAPTURES does for graph replays. A set read
+# first in a round costs more than one read in the round before (likely its
+# address translations, which the flush does not evict): rotating without a
+# `touch`, the first contender of a round took 1-3% longer than the others at
+# 4,096-16,384 columns and 7-15% at 65,536 on an H100 (…5280), 0-2% and 4-7% on
+# an H200 (…9948), where on one set the first took as long as the rest (0.98-1.04,
+# both GPUs). So each round's set is read once, untimed, before the round.
 EAGER_INPUT_SETS = 4
 ORDER_SEED = 0  # the rounds' contender orders are random, and the same in every run
 
@@ -254,16 +260,16 @@ def input_sets(nbytes: int) -> int:
     return min(256, max(2, math.ceil(3 * l2_bytes() / max(nbytes, 1))))
 
 
-def _prepare(contender: Contender, mode: str, nbytes: int, warmup: int) -> tuple[Callable[[], object], int]:
+def _prepare(contender: Contender, mode: str, nbytes: int, warmup: int) -> tuple[Callable[[int], object], int]:
     """Warm the contender up (lazy init, compilation, autotuning) and return the
-    callable to time and how many op calls one timing covers."""
+    callable to time (given the round's index) and how many op calls one timing
+    covers."""
     if mode == EAGER:
         calls = [contender.make_call(k) for k in range(EAGER_INPUT_SETS)]
         for call in calls:
             for _ in range(warmup):
                 call()
-        turn = itertools.cycle(calls)  # called once a round: round r is on set r % EAGER_INPUT_SETS
-        return lambda: next(turn)(), 1
+        return lambda r: calls[r % EAGER_INPUT_SETS](), 1
     calls = [contender.make_call(k) for k in range(input_sets(nbytes))]
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -284,7 +290,7 @@ def _prepare(contender: Contender, mode: str, nbytes: int, warmup: int) -> tuple
             graph.replay()
     turn = itertools.cycle(captures)
 
-    def replay():
+    def replay(_round):
         graph, _ = next(turn)
         graph.replay()  # writes into its outputs, which `captures` keeps alive
 
@@ -293,10 +299,13 @@ def _prepare(contender: Contender, mode: str, nbytes: int, warmup: int) -> tuple
 
 
 def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, mode: str | None = None,
-                     warmup: int = 3, gated: bool = True) -> tuple[dict[str, list[float]], bool]:
+                     warmup: int = 3, gated: bool = True,
+                     touch: Callable[[int], object] | None = None) -> tuple[dict[str, list[float]], bool]:
     """Milliseconds per op call for every contender, `reps` interleaved rounds.
     All contenders are prepared (compiled, warmed, captured) before the first
-    timing. Returns ({name: samples}, whether any gate timed out). `gated=False`
+    timing. In eager mode `touch(k)`, untimed, reads input set k at the start of
+    each round that takes it (see EAGER_INPUT_SETS). Returns ({name: samples},
+    whether any gate timed out). `gated=False`
     times without the gate, only to show what the gate prevents: as a naive
     benchmark does, it waits for the GPU to finish before each timed call, so the
     host's delays can not hide behind queued work and always show."""
@@ -308,7 +317,9 @@ def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, m
     names = list(prepared)
     host_work = {c.name: c.host_work for c in contenders}
     events = []
-    for round_order in round_orders(names, reps):
+    for r, round_order in enumerate(round_orders(names, reps)):
+        if mode == EAGER and touch is not None:
+            touch(r % EAGER_INPUT_SETS)
         for name in round_order:
             fn, per_timing = prepared[name]
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -320,7 +331,7 @@ def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, m
             start.record()
             if host_work[name] is not None:
                 host_work[name]()
-            fn()
+            fn(r)
             end.record()
             if gated:
                 gate.release()
