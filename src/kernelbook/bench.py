@@ -90,12 +90,13 @@ GRAPH_CAPTURES = 4
 # 95.4-98.7% on one input set (the copy 4,008-4,145 GB/s) and 97.3-97.8% rotating
 # four (4,036-4,073). Rotating makes placement a round-to-round difference that
 # every contender shares, as GRAPH_CAPTURES does for graph replays. A set read
-# first in a round costs more than one read in the round before (likely its
-# address translations, which the flush does not evict): rotating without a
+# first in a round costs more than one read in the round before (not its
+# address translations: see below): rotating without a
 # `touch`, the first contender of a round took 1-3% longer than the others at
 # 4,096-16,384 columns and 7-15% at 65,536 on an H100 (…5280), 0-2% and 4-7% on
 # an H200 (…9948), where on one set the first took as long as the rest (0.98-1.04,
-# both GPUs). So each round's set is read once, untimed, before the round.
+# both GPUs). Reading the set with a sum before the round did not remove that
+# (H200 …7971: 16-bit 65,536 columns still 1.08-1.17); the ladder copies it.
 EAGER_INPUT_SETS = 4
 ORDER_SEED = 0  # the rounds' contender orders are random, and the same in every run
 
@@ -303,7 +304,7 @@ def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, m
                      touch: Callable[[int], object] | None = None) -> tuple[dict[str, list[float]], bool]:
     """Milliseconds per op call for every contender, `reps` interleaved rounds.
     All contenders are prepared (compiled, warmed, captured) before the first
-    timing. In eager mode `touch(k)`, untimed, reads input set k at the start of
+    timing. In eager mode `touch(k)`, untimed, uses input set k at the start of
     each round that takes it (see EAGER_INPUT_SETS). Returns ({name: samples},
     whether any gate timed out). `gated=False`
     times without the gate, only to show what the gate prevents: as a naive
