@@ -89,14 +89,15 @@ GRAPH_CAPTURES = 4
 # copy. On another (…2732, 40 rounds, four trials with fresh inputs) it measured
 # 95.4-98.7% on one input set (the copy 4,008-4,145 GB/s) and 97.3-97.8% rotating
 # four (4,036-4,073). Rotating makes placement a round-to-round difference that
-# every contender shares, as GRAPH_CAPTURES does for graph replays. A set read
-# first in a round costs more than one read in the round before (not its
-# address translations: see below): rotating without a
-# `touch`, the first contender of a round took 1-3% longer than the others at
-# 4,096-16,384 columns and 7-15% at 65,536 on an H100 (…5280), 0-2% and 4-7% on
-# an H200 (…9948), where on one set the first took as long as the rest (0.98-1.04,
-# both GPUs). Reading the set with a sum before the round did not remove that
-# (H200 …7971: 16-bit 65,536 columns still 1.08-1.17); the ladder copies it.
+# every contender shares, as GRAPH_CAPTURES does for graph replays.
+# Open: with the peers in the rounds (torch, torch.compile, Liger), the chapter
+# 07 kernels took longer when first in a round (on the set the round before did
+# not use) than later in it: 1-3% at 4,096-16,384 columns and 7-17% at 16-bit
+# 65,536 on an H100 (…5280), 0-2% and 4-7% on an H200 (…9948); on one set, or
+# with only the copies beside them, 0.98-1.05. Reading the set untimed before
+# each round, by a sum or by the copy, changed nothing (H200 …7971, …5472). The
+# first rounds' share of a median is small, but 16-bit 65,536 columns, whose
+# rounds spread 6-9% on one set, now spread 13-19% and are flagged as noisy.
 EAGER_INPUT_SETS = 4
 ORDER_SEED = 0  # the rounds' contender orders are random, and the same in every run
 
@@ -261,16 +262,16 @@ def input_sets(nbytes: int) -> int:
     return min(256, max(2, math.ceil(3 * l2_bytes() / max(nbytes, 1))))
 
 
-def _prepare(contender: Contender, mode: str, nbytes: int, warmup: int) -> tuple[Callable[[int], object], int]:
+def _prepare(contender: Contender, mode: str, nbytes: int, warmup: int) -> tuple[Callable[[], object], int]:
     """Warm the contender up (lazy init, compilation, autotuning) and return the
-    callable to time (given the round's index) and how many op calls one timing
-    covers."""
+    callable to time and how many op calls one timing covers."""
     if mode == EAGER:
         calls = [contender.make_call(k) for k in range(EAGER_INPUT_SETS)]
         for call in calls:
             for _ in range(warmup):
                 call()
-        return lambda r: calls[r % EAGER_INPUT_SETS](), 1
+        turn = itertools.cycle(calls)  # called once a round: round r is on set r % EAGER_INPUT_SETS
+        return lambda: next(turn)(), 1
     calls = [contender.make_call(k) for k in range(input_sets(nbytes))]
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -291,7 +292,7 @@ def _prepare(contender: Contender, mode: str, nbytes: int, warmup: int) -> tuple
             graph.replay()
     turn = itertools.cycle(captures)
 
-    def replay(_round):
+    def replay():
         graph, _ = next(turn)
         graph.replay()  # writes into its outputs, which `captures` keeps alive
 
@@ -300,13 +301,10 @@ def _prepare(contender: Contender, mode: str, nbytes: int, warmup: int) -> tuple
 
 
 def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, mode: str | None = None,
-                     warmup: int = 3, gated: bool = True,
-                     touch: Callable[[int], object] | None = None) -> tuple[dict[str, list[float]], bool]:
+                     warmup: int = 3, gated: bool = True) -> tuple[dict[str, list[float]], bool]:
     """Milliseconds per op call for every contender, `reps` interleaved rounds.
     All contenders are prepared (compiled, warmed, captured) before the first
-    timing. In eager mode `touch(k)`, untimed, uses input set k at the start of
-    each round that takes it (see EAGER_INPUT_SETS). Returns ({name: samples},
-    whether any gate timed out). `gated=False`
+    timing. Returns ({name: samples}, whether any gate timed out). `gated=False`
     times without the gate, only to show what the gate prevents: as a naive
     benchmark does, it waits for the GPU to finish before each timed call, so the
     host's delays can not hide behind queued work and always show."""
@@ -318,9 +316,7 @@ def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, m
     names = list(prepared)
     host_work = {c.name: c.host_work for c in contenders}
     events = []
-    for r, round_order in enumerate(round_orders(names, reps)):
-        if mode == EAGER and touch is not None:
-            touch(r % EAGER_INPUT_SETS)
+    for round_order in round_orders(names, reps):
         for name in round_order:
             fn, per_timing = prepared[name]
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -332,7 +328,7 @@ def time_round_robin(contenders: list[Contender], nbytes: int, reps: int = 30, m
             start.record()
             if host_work[name] is not None:
                 host_work[name]()
-            fn(r)
+            fn()
             end.record()
             if gated:
                 gate.release()

@@ -114,8 +114,7 @@ def run_case(op: Op | str, dtype, shape, calls: dict[str, Callable], with_torch:
             "cols": shape[-1], "bytes": nbytes, "mode": mode, "attempts": 0}
     with torch.no_grad():
         for attempt in range(1 + RETRIES):
-            samples, timed_out = bench.time_round_robin(copies + todo, nbytes, reps, mode,
-                                                        touch=lambda k: copies[0].make_call(k)())
+            samples, timed_out = bench.time_round_robin(copies + todo, nbytes, reps, mode)
             copy = bench.summarize(bench.COPY, samples[bench.COPY], copy_bytes)
             torch_copy = bench.summarize(bench.TORCH_COPY, samples[bench.TORCH_COPY], copy_bytes)
             case["copy"] = {"ms": copy.ms, "gbps": copy.gbps, "spread": copy.spread, "of": copy_of}
