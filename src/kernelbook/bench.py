@@ -92,8 +92,8 @@ GRAPH_CAPTURES = 4
 # every contender shares, as GRAPH_CAPTURES does for graph replays.
 # Open: with the peers in the rounds (torch, torch.compile, Liger), the chapter
 # 07 kernels took longer when first in a round (on the set the round before did
-# not use) than later in it: 1-3% at 4,096-16,384 columns and 7-17% at 16-bit
-# 65,536 on an H100 (…5280), 0-2% and 4-7% on an H200 (…9948); on one set, or
+# not use) than later in it: 1-4% at 4,096-16,384 columns and 7-16% at 16-bit
+# 65,536 on an H100 (…5280), up to 2% and 5-26% on an H200 (…9948); on one set, or
 # with only the copies beside them, 0.98-1.05. Reading the set untimed before
 # each round, by a sum or by the copy, changed nothing (H200 …7971, …5472). The
 # first rounds' share of a median is small, but 16-bit 65,536 columns, whose
