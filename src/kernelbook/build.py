@@ -101,6 +101,8 @@ def load_stage(chapter: str | int | Stage, verbose: bool = False):
 
 
 def load_bench(verbose: bool = False):
-    """The benchmark's own kernels: `.copy(src, dst)`, the speed-of-light copy, and
-    `.gate_wait(state, ticket, timeout_ns)`, the stream gate (see kernelbook.bench)."""
-    return _build("bench", [CSRC / "copy.cu", CSRC / "gate.cu", CSRC / "bench_binding.cpp"], "", True, verbose)
+    """The benchmark's own kernels: `.copy(src, dst)`, the speed-of-light copy,
+    `.gate_wait(state, ticket, timeout_ns)`, the stream gate, and `.flush_l2(buf)`,
+    the L2 flush (see kernelbook.bench)."""
+    return _build("bench", [CSRC / "copy.cu", CSRC / "gate.cu", CSRC / "flush.cu", CSRC / "bench_binding.cpp"],
+                  "", True, verbose)

@@ -1,6 +1,6 @@
-// Torch binding for the benchmark's own kernels: the speed-of-light copy (copy.cu)
-// and the stream gate (gate.cu). kernelbook.build defines KERNELBOOK_NS; the ops
-// are torch.ops.<KERNELBOOK_NS>.copy and .gate_wait.
+// Torch binding for the benchmark's own kernels: the speed-of-light copy (copy.cu),
+// the stream gate (gate.cu) and the L2 flush (flush.cu). kernelbook.build defines
+// KERNELBOOK_NS; the ops are torch.ops.<KERNELBOOK_NS>.copy, .gate_wait and .flush_l2.
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
@@ -10,6 +10,7 @@
 
 cudaError_t copy_bytes_forward(const void* src, void* dst, int64_t nbytes, cudaStream_t stream);
 cudaError_t gate_wait_forward(int* state, int ticket, int64_t timeout_ns, cudaStream_t stream);
+cudaError_t l2_flush_forward(void* buf, int64_t nbytes, cudaStream_t stream);
 
 namespace {
 
@@ -42,9 +43,21 @@ void gate_wait(const at::Tensor& state, int64_t ticket, int64_t timeout_ns) {
   TORCH_CHECK(err == cudaSuccess, "gate launch failed: ", cudaGetErrorString(err));
 }
 
+// Write `buf` so that the L2 keeps nothing read before (see flush.cu).
+void flush_l2(at::Tensor& buf) {
+  TORCH_CHECK_VALUE(buf.is_cuda() && buf.is_contiguous(), "flush buffer must be a contiguous CUDA tensor");
+  TORCH_CHECK_VALUE(reinterpret_cast<std::uintptr_t>(buf.data_ptr()) % 128 == 0 && buf.nbytes() % 128 == 0,
+                    "flush buffer must be 128-byte aligned and a multiple of 128 bytes");
+  c10::cuda::CUDAGuard guard(buf.device());
+  const cudaError_t err = l2_flush_forward(buf.data_ptr(), static_cast<int64_t>(buf.nbytes()),
+                                           c10::cuda::getCurrentCUDAStream().stream());
+  TORCH_CHECK(err == cudaSuccess, "flush launch failed: ", cudaGetErrorString(err));
+}
+
 }  // namespace
 
 KERNELBOOK_LIBRARY(m) {
   m.def("copy(Tensor src, Tensor(a!) dst) -> Tensor(a!)", &copy);
   m.def("gate_wait(Tensor state, int ticket, int timeout_ns) -> ()", &gate_wait);
+  m.def("flush_l2(Tensor(a!) buf) -> ()", &flush_l2);
 }
