@@ -96,27 +96,25 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved. NVIDIA H100, 2026-11-25, code 9c60fbb7f07b (copy ~2,855-2,915 GB/s;
+//                moved. NVIDIA H100, 2026-11-25, code 7f911ffc64b2 (copy ~2,845-2,885 GB/s;
 //                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
-//                65,536: fp32 99.9 / 99.7 / 99.9 / 99.9 / 97.1 / 66.1%, fp16 99.6 / 99.2 / 100.1 /
-//                99.4 / 99.4 / 87.1% (flagged: rounds spread 19%), bf16 99.8 / 99.3 / 99.7 / 99.3 /
-//                99.3 / 86.5% (flagged, 16%); the same ladder at 6b313e0 and aa914d4 (the H100's
-//                kernels are unchanged since aa914d4; one input set a case) and notebook runs at
-//                0b8f82c and f13e30b got 97.1-100.5% at 1,024-16,384. NVIDIA H200, 2026-11-25,
-//                code 9c60fbb (copy ~3,938-4,060 GB/s; chapter notebook), rows of 128 / 1,024 /
-//                4,096 / 16,384 / 65,536: fp32 99.5 / 99.2 / 100.4 / 96.5 / 60.3%, fp16 98.8 /
-//                99.0 / 97.0 / 97.5 / 75.4% (flagged, 13%), bf16 98.7 / 98.1 / 97.8 / 97.6 / 74.0%
-//                (flagged, 17%). The 16-bit rounds at 65,536 columns spread since the bench
-//                rotates input sets (kernelbook.bench, EAGER_INPUT_SETS: the kernels take longer
-//                when first in a round, for a reason not found yet).
+//                65,536: fp32 100.2 / 99.5 / 100.0 / 99.5 / 98.2 / 65.9%, fp16 99.0 / 99.3 / 99.8 /
+//                99.0 / 98.9 / 86.9%, bf16 99.6 / 98.8 / 100.0 / 99.4 / 99.4 / 85.8%; the same
+//                ladder at 9c60fbb, 6b313e0 and aa914d4 (the H100's kernels are unchanged since
+//                aa914d4; timed with an L2 flush that evict_last lines outlived, see
+//                kernelbook.bench) and notebook runs at 0b8f82c and f13e30b got 97.1-100.5% at
+//                1,024-16,384. NVIDIA H200, 2026-11-25, code 7f911ff (copy ~3,898-3,959 GB/s;
+//                chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384 / 65,536: fp32 99.1 /
+//                99.2 / 101.5 / 99.3 / 60.5%, fp16 99.0 / 98.2 / 98.0 / 98.6 / 77.0%, bf16 99.1 /
+//                97.8 / 98.0 / 99.0 / 77.5%; torch.compile is 4% ahead at fp32 65,536 there.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
-//                H200s differ from one to the next. Over the other H200 runs of the same
-//                kernels (notebook and probe runs, each with its copy bandwidth in
-//                book/results.md), 16,384 columns measured 94.9-97.3% of the copy in fp32,
-//                94.9-98.4% in fp16 and 96.1-97.6% in bf16, and 99.3-100.7% at 1 GiB (the
-//                lowest, 94.9% fp16 at 6088b60, on one input set a case, with that case's
-//                copy 2.3% faster than torch's copy_ in the same rounds): what is
+//                H200s differ from one to the next. Over the earlier H200 runs of the same
+//                kernels (notebook and probe runs, one input set a case and the plain flush,
+//                each with its copy bandwidth in book/results.md), 16,384 columns measured
+//                94.9-97.3% of the copy in fp32, 94.9-98.4% in fp16 and 96.1-97.6% in bf16, and
+//                99.3-100.7% at 1 GiB (the lowest, 94.9% fp16 at 6088b60, in a case whose copy
+//                ran 2.3% faster than torch's copy_ in the same rounds): what is
 //                left at 256 MiB is a fixed cost of each launch, paid at its start, where the
 //                first waves run in step: a row a block, the statistics, and weight and bias,
 //                which every SM reads whole (notes at launch_rows). Before x's L2 policy

@@ -90,14 +90,13 @@ GRAPH_CAPTURES = 4
 # 95.4-98.7% on one input set (the copy 4,008-4,145 GB/s) and 97.3-97.8% rotating
 # four (4,036-4,073). Rotating makes placement a round-to-round difference that
 # every contender shares, as GRAPH_CAPTURES does for graph replays.
-# Open: with the peers in the rounds (torch, torch.compile, Liger), the chapter
-# 07 kernels took longer when first in a round (on the set the round before did
-# not use) than later in it: 1-4% at 4,096-16,384 columns and 7-16% at 16-bit
-# 65,536 on an H100 (…5280), up to 2% and 5-26% on an H200 (…9948); on one set, or
-# with only the copies beside them, 0.98-1.05. Reading the set untimed before
-# each round, by a sum or by the copy, changed nothing (H200 …7971, …5472). The
-# first rounds' share of a median is small, but 16-bit 65,536 columns, whose
-# rounds spread 6-9% on one set, now spread 13-19% and are flagged as noisy.
+# Rotating first showed a flaw of the flush then: with torch.compile in the rounds,
+# chapter 07's kernels ran up to 2% (H200) and 4% (H100) faster, and at 16-bit
+# 65,536 columns 5-26%, once torch.compile had read the round's set, because the
+# lines it loads with an L2 evict_last policy outlived the plain flush (on one set
+# every contender after its first call found them). L2Flush now evicts them too
+# (csrc/flush.cu), and every contender times the same at any place in a round
+# (H200 …6420, H100 …6641: 0.98-1.02).
 EAGER_INPUT_SETS = 4
 ORDER_SEED = 0  # the rounds' contender orders are random, and the same in every run
 
