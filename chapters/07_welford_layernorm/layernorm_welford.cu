@@ -96,17 +96,17 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved. NVIDIA H100, 2026-11-25, code 7f911ffc64b2 (copy ~2,845-2,885 GB/s;
+//                moved. NVIDIA H100, 2026-11-25, code 6b089be69687 (copy ~2,843-2,882 GB/s;
 //                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
-//                65,536: fp32 100.2 / 99.5 / 100.0 / 99.5 / 98.2 / 65.9%, fp16 99.0 / 99.3 / 99.8 /
-//                99.0 / 98.9 / 86.9%, bf16 99.6 / 98.8 / 100.0 / 99.4 / 99.4 / 85.8%; the same
-//                ladder at 9c60fbb, 6b313e0 and aa914d4 (the H100's kernels are unchanged since
-//                aa914d4; timed with an L2 flush that evict_last lines outlived, see
-//                kernelbook.bench) and notebook runs at 0b8f82c and f13e30b got 97.1-100.5% at
-//                1,024-16,384. NVIDIA H200, 2026-11-25, code 7f911ff (copy ~3,898-3,959 GB/s;
-//                chapter notebook), rows of 128 / 1,024 / 4,096 / 16,384 / 65,536: fp32 99.1 /
-//                99.2 / 101.5 / 99.3 / 60.5%, fp16 99.0 / 98.2 / 98.0 / 98.6 / 77.0%, bf16 99.1 /
-//                97.8 / 98.0 / 99.0 / 77.5%; torch.compile is 4% ahead at fp32 65,536 there.
+//                65,536: fp32 100.1 / 99.5 / 100.0 / 99.8 / 98.0 / 69.2%, fp16 99.3 / 99.0 / 100.0 /
+//                99.1 / 98.9 / 87.6%, bf16 99.3 / 98.8 / 100.0 / 99.3 / 99.0 / 86.3%; the same
+//                ladder at 7f911ff, 9c60fbb, 6b313e0 and aa914d4 (the H100's kernels unchanged
+//                since aa914d4 but for rows too long for registers; before 7f911ff timed with an
+//                L2 flush that evict_last lines outlived, see kernelbook.bench) and notebook runs
+//                at 0b8f82c and f13e30b got 97.1-100.5% at 1,024-16,384. NVIDIA H200,
+//                2026-11-25, code 6b089be (copy ~3,929-3,998 GB/s; chapter notebook), rows of
+//                128 / 1,024 / 4,096 / 16,384 / 65,536: fp32 98.3 / 99.7 / 100.6 / 97.7 / 63.8%,
+//                fp16 98.7 / 98.6 / 97.5 / 99.1 / 75.7%, bf16 98.8 / 98.7 / 99.1 / 99.1 / 75.6%.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
@@ -1437,9 +1437,11 @@ layernorm_row_pair_kernel(const T* __restrict__ x, const T* __restrict__ weight,
 // its own vectors, so the stash needs no barrier. The first sweep loads the
 // vectors it does not stash with an L2 evict_last policy, so that they are still
 // in the L2 when the next sweep reads them, as torch.compile's two-pass kernel
-// does; without it (plain loads, code before 2026-11-25) torch.compile measured
-// 4% ahead at fp32 65,536 columns on an H200 (0.957 of its time, interval
-// 0.950-0.964, …6420, chapter notebook). kUnroll vectors are loaded
+// does. fp32 rows of 65,536 (each block stashes 113 of its 256 KB), % of a copy and
+// torch.compile's time over this kernel's, plain loads -> the policy: H200 (…6420
+// -> …8274, chapter notebook) 60.5 -> 63.8%, 0.957 (torch.compile 4% ahead) -> 1.012;
+// H100 (…6641 -> …1382, book/results/layernorm-h100.json) 65.9 -> 69.2%, 1.019 ->
+// 1.067. kUnroll vectors are loaded
 // before any is used, so several loads are in flight per thread. The thread's
 // running count is only known at run time here, so each chunk joins the running
 // statistics through chan_merge (one division per chunk).
