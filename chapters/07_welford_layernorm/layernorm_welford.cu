@@ -84,8 +84,8 @@
 //     first pass, normalize in the second; method 1 sweeps it three times). The
 //     first sweep keeps as much of the row as fits in shared memory (about
 //     113 KB a block on an H100 or H200) where the rows in flight would not
-//     stay in L2; later sweeps read that part from there and the rest from
-//     global memory again.
+//     stay in L2, and loads the rest with an L2 evict_last policy; later sweeps
+//     read the stashed part from shared memory and the rest from the L2.
 //
 // Works for any number of rows (0, 1, more than 65,535: the grid is capped and
 // blocks loop over rows) and any row length >= 1 (cols = 1 gives y = bias);
