@@ -1485,8 +1485,10 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
           const int64_t i = i0 + u * kStride;
           if (i >= s.body) continue;
           if (!first && i < stash) v[u] = kept[i];
-          else if constexpr (sizeof(P) == 16) v[u] = first && i >= stash ? load_vec_keep_in_l2(xv + i) : load_vec(xv + i);
-          else v[u] = load_vec(xv + i);
+          else if constexpr (sizeof(P) == 16)
+            v[u] = first && i >= stash ? load_vec_keep_in_l2(xv + i) : load_vec(xv + i);
+          else
+            v[u] = load_vec(xv + i);
         }
         if (first) {
 #pragma unroll

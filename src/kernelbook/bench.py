@@ -49,7 +49,8 @@ copy ran 0.5-1.4% faster on an H200 and 0.5-2.2% slower on an H100 (2026-11-23,
 256 and 512 MiB moved, 40 flushed rounds; an L1 hint alone moved it less than
 the rounds' spread). torch.compile's RMSNorm loads x with that policy, which
 likely lets it reach 100-101% of this copy on an H200 and keeps it near 98% on
-an H100; chapter 08 records the measurements.
+an H100; chapter 08 records the measurements (taken with the plain flush, which
+such lines outlived: see L2Flush).
 """
 
 from __future__ import annotations

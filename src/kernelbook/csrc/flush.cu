@@ -1,10 +1,9 @@
 // The L2 flush before every timing (kernelbook.bench.L2Flush): the buffer is
 // written three times, so that nothing an earlier op read is still in the L2.
 //
-// Why not one plain write: lines loaded with an L2 evict_last policy (torch.compile's
-// first pass over x, chapter 08's and 07's x on an H200) outlive plain writes of
-// twice the L2's size, and the next op that reads the same data finds part of it
-// cached. On an H100 (…1683, 2026-11-25, one input set, 20 rounds) an op timed after
+// Why not one plain write: lines loaded with an L2 evict_last policy (as
+// torch.compile's LayerNorm loads x) outlive plain writes of twice the L2's size,
+// and the next op that reads the same data finds part of it cached. On an H100 (…1683, 2026-11-25, one input set, 20 rounds) an op timed after
 // a kernel that read x with that policy, and a plain flush, ran 2-4% faster than
 // after a copy of x: the copy 93.3-93.7 -> 90.3-90.5 us and chapter 07's LayerNorm
 // 94.2-94.3 -> 90.9-91.1 at 4,096 x 16,384 fp16, and the LayerNorm 105.7 -> 100.1 us after
