@@ -1433,11 +1433,10 @@ layernorm_row_pair_kernel(const T* __restrict__ x, const T* __restrict__ weight,
 // to normalize (three times for method 1). The first sweep also keeps the row's
 // first `stash` vectors in shared memory (as much as the block's share of the
 // SM holds), and later sweeps read those from there; the rest is read from
-// global memory again, usually from L2. Each thread stashes and reads back only
-// its own vectors, so the stash needs no barrier. The first sweep loads the
-// vectors it does not stash with an L2 evict_last policy, so that they are still
-// in the L2 when the next sweep reads them, as torch.compile's two-pass kernel
-// does. fp32 rows of 65,536 (each block stashes 113 of its 256 KB), % of a copy and
+// global memory again. Each thread stashes and reads back only its own vectors,
+// so the stash needs no barrier. The first sweep loads the vectors it does not
+// stash with an L2 evict_last policy, so that they are still in the L2 when the
+// next sweep reads them (torch.compile's kernel loads x with that policy too). fp32 rows of 65,536 (each block stashes 113 of its 256 KB), % of a copy and
 // torch.compile's time over this kernel's, plain loads -> the policy: H200 (…6420
 // -> …8274, chapter notebook) 60.5 -> 63.8%, 0.957 (torch.compile 4% ahead) -> 1.012;
 // H100 (…6641 -> …1382, book/results/layernorm-h100.json) 65.9 -> 69.2%, 1.019 ->

@@ -90,14 +90,8 @@ GRAPH_CAPTURES = 4
 # copy. On another (…2732, 40 rounds, four trials with fresh inputs) it measured
 # 95.4-98.7% on one input set (the copy 4,008-4,145 GB/s) and 97.3-97.8% rotating
 # four (4,036-4,073). Rotating makes placement a round-to-round difference that
-# every contender shares, as GRAPH_CAPTURES does for graph replays.
-# Rotating first showed a flaw of the flush then: with torch.compile in the rounds,
-# chapter 07's kernels ran up to 2% (H200) and 4% (H100) faster, and at 16-bit
-# 65,536 columns 5-26%, once torch.compile had read the round's set, because the
-# lines it loads with an L2 evict_last policy outlived the plain flush (on one set
-# every contender after its first call found them). L2Flush now evicts them too
-# (csrc/flush.cu), and every contender times the same at any place in a round
-# (H200 …6420, H100 …6641: 0.98-1.02).
+# every contender shares, as GRAPH_CAPTURES does for graph replays. (Rotating is
+# also what exposed the plain flush's flaw: see L2Flush.)
 EAGER_INPUT_SETS = 4
 ORDER_SEED = 0  # the rounds' contender orders are random, and the same in every run
 
@@ -141,7 +135,11 @@ def l2_bytes() -> int:
 class L2Flush:
     """Writing a buffer twice the L2's size evicts whatever the last run left there:
     first with an L2 evict_last policy, since lines an op loaded with that policy
-    outlive plain writes (csrc/flush.cu has the measurements), then plain.
+    outlive plain writes (csrc/flush.cu has the measurements), then plain. With
+    the plain flush alone, chapter 07's kernels ran up to 2% (H200) and 4% (H100)
+    faster, and at 16-bit 65,536 columns 5-26%, once torch.compile (which loads x
+    with that policy) had read the round's input set; with this one they time the
+    same at any place in a round (H200 …6420, H100 …6641: 0.98-1.02).
 
     It leaves the L2 full of dirty lines, as a kernel inside a model finds it after
     the previous kernel's writes: the timed op writes them back as it goes and
@@ -154,7 +152,8 @@ class L2Flush:
         from .build import load_bench
 
         self._ops = load_bench()
-        self.buf = torch.empty(2 * l2_bytes() // 4, dtype=torch.float32, device="cuda")
+        nbytes = -(-2 * l2_bytes() // 128) * 128  # whole 128-byte lines, as flush_l2 takes them
+        self.buf = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda")
         # Once now, outside any gate: a kernel's first launch loads its module, which
         # waited on the GPU held by the gate until the gate gave up (0.5 s; H200, 2026-11-25).
         self()

@@ -3,12 +3,14 @@
 //
 // Why not one plain write: lines loaded with an L2 evict_last policy (as
 // torch.compile's LayerNorm loads x) outlive plain writes of twice the L2's size,
-// and the next op that reads the same data finds part of it cached. On an H100 (…1683, 2026-11-25, one input set, 20 rounds) an op timed after
-// a kernel that read x with that policy, and a plain flush, ran 2-4% faster than
-// after a copy of x: the copy 93.3-93.7 -> 90.3-90.5 us and chapter 07's LayerNorm
-// 94.2-94.3 -> 90.9-91.1 at 4,096 x 16,384 fp16, and the LayerNorm 105.7 -> 100.1 us after
-// torch.compile's at 1,024 x 65,536 (117.7 after evict_last reads of x alone). With
-// the three passes below every such prior op left the same times (within 0.5%).
+// and the next op that reads the same data finds part of it cached. On an H100
+// (…1683, 2026-11-25, one input set, 20 rounds) an op timed after a kernel that
+// read x with that policy, and a plain flush, ran 2-4% faster than after a copy
+// of x: the copy 93.3-93.7 -> 90.3-90.5 us and chapter 07's LayerNorm 94.2-94.3
+// -> 90.9-91.1 at 4,096 x 16,384 fp16, and the LayerNorm 105.7 -> 100.1 us after
+// torch.compile's at 1,024 x 65,536 (117.7 after evict_last reads of x alone).
+// With the three passes below every such prior op left the same times (within
+// 0.5%).
 //   1. 16-byte stores with an evict_last policy: the buffer's lines take the place
 //      of every evict_last line left behind (the buffer is twice the L2's size);
 //   2. each 128-byte line of the buffer back to normal priority;
