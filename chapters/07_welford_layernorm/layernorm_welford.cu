@@ -1612,15 +1612,21 @@ bool fast_memory_per_sm() {
   return bytes_per_sm_per_us > kFastMemoryBytesPerSmPerUs;
 }
 
-// Whether a launch loads x with an L2 evict_last policy (load_vec_keep_in_l2): on
-// a GPU whose memory is faster per SM (an H200), where the bytes moved exceed the
-// L2 (chapter 08: a graph of a few rows lost 1-2.5 points with any hint). Chapter
-// 08 measured the policy 1.4-2.5% slower on an H100. Only fp32 rows of 4,096,
-// 8,192 and 16,384 and 16-bit rows of 16,384 take it (see kKeepX at affine_row).
+// Whether a launch moves more bytes (x read, y written) than the L2 holds: only
+// then do the kernels below load x with an L2 evict_last policy
+// (load_vec_keep_in_l2; chapter 08: a graph of a few rows lost 1-2.5 points with
+// any hint). 16-bit rows of 16,384 take it on every GPU; fp32 rows of 4,096,
+// 8,192 and 16,384 only where the memory is faster per SM (keep_x_in_l2; see
+// kKeepX at affine_row).
+template <typename T>
+bool moves_past_l2(const Launch<T>& l) {
+  const int l2 = l2_bytes();
+  return l2 > 0 && 2 * l.rows * l.cols * static_cast<int64_t>(sizeof(T)) > l2;
+}
+
 template <typename T>
 bool keep_x_in_l2(const Launch<T>& l) {
-  const int l2 = l2_bytes();
-  return l2 > 0 && fast_memory_per_sm() && 2 * l.rows * l.cols * static_cast<int64_t>(sizeof(T)) > l2;
+  return fast_memory_per_sm() && moves_past_l2(l);
 }
 
 template <typename T, int N, bool PEEL, int G, int VPT>
@@ -2119,7 +2125,7 @@ cudaError_t launch_rows(const Launch<T>& l) {
         if (nvec == 256) return launch_affine<T, 128>(l);
         if (nvec == 512 && fast_memory_per_sm()) return launch_affine<T, 256>(l);
         if (nvec == 2048) {  // 16,384 halves
-          if (keep_x_in_l2(l)) return launch_affine<T, 512, 4, WbLoad::kInOrder, 1, true>(l);
+          if (moves_past_l2(l)) return launch_affine<T, 512, 4, WbLoad::kInOrder, 1, true>(l);
           return launch_affine<T, 512, 4, WbLoad::kInOrder>(l);
         }
       } else {
