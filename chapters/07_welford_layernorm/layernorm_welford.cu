@@ -96,14 +96,15 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved. NVIDIA H100, 2026-11-25, code 6b089be69687 (copy ~2,843-2,882 GB/s;
+//                moved. NVIDIA H100, 2026-11-25, code 54590afc460b (copy ~2,844-2,890 GB/s;
 //                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
-//                65,536: fp32 100.1 / 99.5 / 100.0 / 99.8 / 98.0 / 69.2%, fp16 99.3 / 99.0 / 100.0 /
-//                99.1 / 98.9 / 87.6%, bf16 99.3 / 98.8 / 100.0 / 99.3 / 99.0 / 86.3%; the same
-//                ladder at 7f911ff, 9c60fbb, 6b313e0 and aa914d4 (the H100's kernels unchanged
-//                since aa914d4 but for rows too long for registers; before 7f911ff timed with an
-//                L2 flush that evict_last lines outlived, see kernelbook.bench) and notebook runs
-//                at 0b8f82c and f13e30b got 97.1-100.5% at 1,024-16,384. NVIDIA H200,
+//                65,536: fp32 100.2 / 99.5 / 99.8 / 99.7 / 98.2 / 68.9%, fp16 99.6 / 99.4 / 99.8 /
+//                99.2 / 100.1 / 87.6%, bf16 99.8 / 98.9 / 99.8 / 99.3 / 100.6 / 86.2%; the same
+//                ladder at 6b089be, 7f911ff, 9c60fbb, 6b313e0 and aa914d4 (the H100's kernels
+//                unchanged since aa914d4 but for rows too long for registers and, from 54590af,
+//                x's L2 policy at 16-bit rows of 16,384; before 7f911ff timed with an L2 flush
+//                that evict_last lines outlived, see kernelbook.bench) and notebook runs at
+//                0b8f82c and f13e30b got 97.1-100.5% at 1,024-16,384. NVIDIA H200,
 //                2026-11-25, code 6b089be (copy ~3,929-3,998 GB/s; chapter notebook), rows of
 //                128 / 1,024 / 4,096 / 16,384 / 65,536: fp32 98.3 / 99.7 / 100.6 / 97.7 / 63.8%,
 //                fp16 98.7 / 98.6 / 97.5 / 99.1 / 75.7%, bf16 98.8 / 98.7 / 99.1 / 99.1 / 75.6%.
@@ -244,7 +245,7 @@ __device__ __forceinline__ Pack<T, N> constant_pack(float v) {  // N copies of v
 // One access per Pack. A 16-byte Pack of __half2 would otherwise be read as four
 // 4-byte loads: go through uint4 so the compiler emits LDG.128 / STG.128; the
 // bit copy (memcpy) stays in registers.
-// No cache policy, but in some block kernels of affine_row on an H200 (see
+// No cache policy, but in some block kernels of affine_row (see
 // load_vec_keep_in_l2). Chapter 08 loads x with an L2 evict_last policy on an H200,
 // where it made RMSNorm 1-1.7% faster. Here the same policy on every 16-byte load
 // (H200, 256 MiB, 30 paired rounds, plain time over hinted): fp16 4,096 columns
@@ -262,6 +263,8 @@ __device__ __forceinline__ Pack<T, N> constant_pack(float v) {  // N copies of v
 // 1.034 at 1 GiB. Earlier H200s had measured 0.993 at 4,096 floats, and chapter
 // 08 measured the policy 1.4-2.5% slower on an H100; three more H200s measured
 // the gain again (kKeepX), and those kernels now take it there (keep_x_in_l2).
+// With the bench's flush fixed, 16-bit rows of 16,384 measured it faster on an
+// H100 too, and take it on every GPU (moves_past_l2; numbers at kInOrder).
 template <typename P>
 __device__ __forceinline__ P load_vec(const P* src) {
   if constexpr (sizeof(P) == 16) {
@@ -915,11 +918,12 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 //     There, where the bytes moved exceed the L2, fp32 rows load x with an L2
 //     evict_last policy (kKeepX, below): 4,096 floats as 128 x 8 in kLate
 //     (eight blocks per SM at 64 registers), 8,192 and 16,384 as before.
-//     16-bit rows of 16,384 take kInOrder on every GPU (below), and on such a
-//     GPU past the L2 load x with that policy too.
-// kKeepX (fast_memory_per_sm, more bytes than the L2: keep_x_in_l2; fp32 rows of
-// 4,096 to 16,384 and 16-bit rows of 16,384): x loaded with an L2 evict_last
-// policy, as torch.compile's LayerNorm loads it.
+//     16-bit rows of 16,384 take kInOrder on every GPU (below), and past the
+//     L2 load x with that policy on every GPU too.
+// kKeepX (more bytes than the L2: moves_past_l2; fp32 rows of 4,096 to 16,384
+// only where fast_memory_per_sm, keep_x_in_l2; 16-bit rows of 16,384 on every
+// GPU): x loaded with an L2 evict_last policy, as torch.compile's LayerNorm
+// loads it.
 // H200, 256 MiB, 40 paired rounds, three GPUs (A, B, C; B twice), the time of the
 // kernel before over this one's: 4,096 floats in 512 x 2 A 1.006, 1.007, B
 // 1.011, 1.014, 1.016, 1.005, C 1.019, 1.017, 1.017; as 128 x 8 in kLate (eight
@@ -939,6 +943,17 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // On a sixth (this kernel at 96.3-96.9% of a copy), three blocks of it per SM
 // (40 registers, 36-44 bytes spilled) took 1.150-1.155 (fp16) and 1.230-1.239
 // (bf16) times as long.
+// The policy on an H100 (2026-11-25, the fixed flush; before, an H100 took this
+// kernel without it). …9316, 4,096 rows, 40 paired rounds, two trials, the time
+// of the kernel without it over this one's: fp16 1.005 [1.000, 1.010], 1.002
+// [0.998, 1.006], bf16 1.005 [1.001, 1.008], 1.007 [1.002, 1.010] (99.3-99.5 ->
+// 99.7-100.1% of a copy); with the policy in kEarly or kLate instead 0.998-1.004;
+// kLate without it 1.008-1.012. torch.compile's time over this one's in the
+// same rounds 1.006 [1.001, 1.009], 1.002 [0.996, 1.009] (fp16), 1.015, 1.011
+// (bf16), where over the kernel without it fp16 measured 0.998 and 1.000 here
+// and 0.997 [0.990, 1.000] in the stored ladder at 6b089be. …5544: 1,024 rows
+// (64 MiB moved) without it over with it 1.021 (fp16), 1.019 (bf16); 16,384 rows
+// (1 GiB) 1.006, 1.006.
 // kLate (fp32 rows of 16,384 on such a GPU): weight and bias are read after the
 // reduction after all, and the row is held as shifted floats (the same bits as
 // the early kernel), so that 512 x 8 fits in 64 registers and two blocks share
