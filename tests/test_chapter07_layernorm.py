@@ -188,13 +188,14 @@ def test_many_rows_with_weight_and_bias_loaded_early(ops, method, dtype):
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_rows_moving_more_than_the_l2(ops, method, dtype):
-    # The row counts above move less than the L2. Past it, on a GPU whose memory is
-    # faster per SM (an H200), fp32 rows of 4,096, 8,192 and 16,384 floats and
-    # 16-bit rows of 16,384 load x with an L2 evict_last policy (keep_x_in_l2),
-    # 4,096 floats as 128 x 8 with weight and bias read after the reduction;
-    # elsewhere they take the kernels above. Rows just past the L2 (a partial last
-    # wave), a NaN row, weight and bias both, one, or none.
-    for cols in (4096, 8192, 16384) if dtype == torch.float32 else (16384,):
+    # The row counts above move less than the L2. Past it, 16-bit rows of 8,192
+    # (256 x 4, instead of the row-pair kernel) and 16,384 load x with an L2
+    # evict_last policy (moves_past_l2); on a GPU whose memory is faster per SM (an
+    # H200) so do fp32 rows of 4,096, 8,192 and 16,384 floats (keep_x_in_l2), 4,096
+    # floats as 128 x 8 with weight and bias read after the reduction; elsewhere
+    # they take the kernels above. Rows just past the L2 (a partial last wave), a
+    # NaN row, weight and bias both, one, or none.
+    for cols in (4096, 8192, 16384) if dtype == torch.float32 else (8192, 16384):
         rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
         x = spread_rows(rows, cols, dtype, method)
         x[rows // 3, cols // 2] = float("nan")

@@ -919,11 +919,12 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 //     evict_last policy (kKeepX, below): 4,096 floats as 128 x 8 in kLate
 //     (eight blocks per SM at 64 registers), 8,192 and 16,384 as before.
 //     16-bit rows of 16,384 take kInOrder on every GPU (below), and past the
-//     L2 load x with that policy on every GPU too.
+//     L2 load x with that policy on every GPU too; so do 16-bit rows of 8,192
+//     past the L2, as 256 x 4 (the row-pair kernel below the L2).
 // kKeepX (more bytes than the L2: moves_past_l2; fp32 rows of 4,096 to 16,384
-// only where fast_memory_per_sm, keep_x_in_l2; 16-bit rows of 16,384 on every
-// GPU): x loaded with an L2 evict_last policy, as torch.compile's LayerNorm
-// loads it.
+// only where fast_memory_per_sm, keep_x_in_l2; 16-bit rows of 8,192 and 16,384
+// on every GPU): x loaded with an L2 evict_last policy, as torch.compile's
+// LayerNorm loads it.
 // H200, 256 MiB, 40 paired rounds, three GPUs (A, B, C; B twice), the time of the
 // kernel before over this one's: 4,096 floats in 512 x 2 A 1.006, 1.007, B
 // 1.011, 1.014, 1.016, 1.005, C 1.019, 1.017, 1.017; as 128 x 8 in kLate (eight
@@ -954,6 +955,16 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // and 0.997 [0.990, 1.000] in the stored ladder at 6b089be. …5544: 1,024 rows
 // (64 MiB moved) without it over with it 1.021 (fp16), 1.019 (bf16); 16,384 rows
 // (1 GiB) 1.006, 1.006.
+// 16-bit rows of 8,192 past the L2 (8,192 rows, 256 MiB) had taken the row-pair
+// kernel (launch_row_pairs, 256 x 4), at 94.7-95.0% of a copy on an H200
+// (…8802, 2026-11-25, 40 paired rounds, two trials; 99.2-99.7% on an H100).
+// Its time over this kernel's (256 x 4, kInOrder, x's policy): H200 fp16 1.046,
+// 1.047, bf16 1.044, 1.049 (99.1-99.2% of a copy); H100 (…9582) fp16 1.007,
+// 1.005, bf16 1.008, 1.007. Over it too: 256 x 4 in kInOrder without the policy
+// H200 1.034-1.048, H100 1.008-1.011; in kEarly with it, H200 0.993-1.002, H100
+// 0.999-1.008; 128 x 8 with it, H100 1.06-1.36. torch.compile's time over this
+// kernel's, same rounds: H200 1.065-1.134; H100 1.002, 1.003 (fp16), 1.002, 1.000
+// (bf16), where over the row-pair kernel it measured 0.993 [0.991, 0.996] once.
 // kLate (fp32 rows of 16,384 on such a GPU): weight and bias are read after the
 // reduction after all, and the row is held as shifted floats (the same bits as
 // the early kernel), so that 512 x 8 fits in 64 registers and two blocks share
@@ -2139,6 +2150,7 @@ cudaError_t launch_rows(const Launch<T>& l) {
         if (nvec == 128) return launch_affine<T, 64>(l);
         if (nvec == 256) return launch_affine<T, 128>(l);
         if (nvec == 512 && fast_memory_per_sm()) return launch_affine<T, 256>(l);
+        if (nvec == 1024 && moves_past_l2(l)) return launch_affine<T, 256, 4, WbLoad::kInOrder, 1, true>(l);
         if (nvec == 2048) {  // 16,384 halves
           if (moves_past_l2(l)) return launch_affine<T, 512, 4, WbLoad::kInOrder, 1, true>(l);
           return launch_affine<T, 512, 4, WbLoad::kInOrder>(l);

@@ -43,14 +43,16 @@ that had let ops "beat" the copy. Where a weight is a visible share of the bytes
 (a few rows), the copy moves exactly the op's byte count between buffers of its
 own instead: such cases are bound by latency, not by where the bytes live.
 
-The copy is a plain one: 16-byte loads and stores, no cache hints. A hint moves
-it differently on each GPU: with an L2 evict_last policy on its loads the same
-copy ran 0.5-1.4% faster on an H200 and 0.5-2.2% slower on an H100 (2026-11-23,
-256 and 512 MiB moved, 40 flushed rounds; an L1 hint alone moved it less than
-the rounds' spread). torch.compile's RMSNorm loads x with that policy, which
-likely lets it reach 100-101% of this copy on an H200 and keeps it near 98% on
-an H100; chapter 08 records the measurements (taken with the plain flush, which
-such lines outlived: see L2Flush).
+The copy is a plain one: 16-byte loads and stores, no cache hints. With an L2
+evict_last policy on its loads the same copy runs faster, in the same rounds
+(2026-11-25, 256 MiB moved, 40 rounds, the copies of three LayerNorm shapes
+twice): 2.2-3.2% on an H200 (…8802), 0.9-1.5% on an H100 (…9582). An op that
+loads its input with that policy (torch.compile's RMSNorm and LayerNorm; chapters
+07 and 08 past the L2) can pass 100% of this copy by as much; the percentages
+stay against the plain copy, as in every stored record. Measured on 2026-11-23
+with the plain flush, which such lines outlived (see L2Flush), the hinted copy
+had run 0.5-1.4% faster on an H200 and 0.5-2.2% slower on an H100; chapter 08's
+notes on the policy date from then.
 """
 
 from __future__ import annotations
