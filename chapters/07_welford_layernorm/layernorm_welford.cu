@@ -96,18 +96,21 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved. NVIDIA H100, 2026-11-25, code 54590afc460b (copy ~2,844-2,890 GB/s;
+//                moved. NVIDIA H100, 2026-11-25, code 37270254b8f5 (copy ~2,843-2,882 GB/s;
 //                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
-//                65,536: fp32 100.2 / 99.5 / 99.8 / 99.7 / 98.2 / 68.9%, fp16 99.6 / 99.4 / 99.8 /
-//                99.2 / 100.1 / 87.6%, bf16 99.8 / 98.9 / 99.8 / 99.3 / 100.6 / 86.2%; the same
-//                ladder at 6b089be, 7f911ff, 9c60fbb, 6b313e0 and aa914d4 (the H100's kernels
-//                unchanged since aa914d4 but for rows too long for registers and, from 54590af,
-//                x's L2 policy at 16-bit rows of 16,384; before 7f911ff timed with an L2 flush
-//                that evict_last lines outlived, see kernelbook.bench) and notebook runs at
-//                0b8f82c and f13e30b got 97.1-100.5% at 1,024-16,384. NVIDIA H200,
-//                2026-11-25, code 6b089be (copy ~3,929-3,998 GB/s; chapter notebook), rows of
-//                128 / 1,024 / 4,096 / 16,384 / 65,536: fp32 98.3 / 99.7 / 100.6 / 97.7 / 63.8%,
-//                fp16 98.7 / 98.6 / 97.5 / 99.1 / 75.7%, bf16 98.8 / 98.7 / 99.1 / 99.1 / 75.6%.
+//                65,536: fp32 100.2 / 99.4 / 100.0 / 99.9 / 97.9 / 69.1%, fp16 99.4 / 98.9 / 99.5 /
+//                99.8 / 99.9 / 87.6%, bf16 99.7 / 99.0 / 99.7 / 99.8 / 99.8 / 86.5%; the same
+//                ladder at 54590af, 6b089be, 7f911ff, 9c60fbb, 6b313e0 and aa914d4 (the H100's
+//                kernels unchanged since aa914d4 but for rows too long for registers and x's L2
+//                policy at 16-bit rows of 16,384 from 54590af and 8,192 from 3727025; before
+//                7f911ff timed with an L2 flush that evict_last lines outlived, see
+//                kernelbook.bench) and notebook runs at 0b8f82c and f13e30b got 97.1-100.6% at
+//                1,024-16,384. NVIDIA H200, 2026-11-25, code 3727025 (copy ~3,917-3,990 GB/s;
+//                book/results/layernorm-h200.json), the same rows: fp32 99.9 / 98.8 / 101.7 /
+//                100.2 / 99.1 / 63.6%, fp16 98.4 / 98.9 / 97.0 / 98.2 / 98.6 / 75.5%, bf16 98.5 /
+//                98.2 / 97.5 / 99.5 / 98.7 / 75.7% (the chapter notebook, in the same run on
+//                that H200: 98.0-100.5% at 1,024-16,384). Past 100%: x's L2 policy, which speeds a
+//                copy by 2.2-3.2% on an H200 and 0.9-1.5% on an H100 (kernelbook.bench).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
