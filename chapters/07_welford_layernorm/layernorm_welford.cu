@@ -111,6 +111,13 @@
 //                98.2 / 97.5 / 99.5 / 98.7 / 75.7% (the chapter notebook, in the same run on
 //                that H200: 98.0-100.5% at 1,024-16,384). Past 100%: x's L2 policy, which speeds a
 //                copy by 2.2-3.2% on an H200 and 0.9-1.5% on an H100 (kernelbook.bench).
+//                Between the powers of two (book/results/layernorm-sweep-*.json, code c5d85c3,
+//                16 row lengths from 1,024 to 16,384): H100 95.8-100.5% in every dtype; H200
+//                83.3-101.8%, under 95% at 23 of the 48 (16-bit 10,000: 83%; 1,536, 5,120 and
+//                12,288: 88-92%; fp32 5,120, 10,000, 14,336: 91-94%). Those lengths take the
+//                general kernels below, whose threads x vectors leave slots empty; block
+//                kernels of affine_row shaped to the row, with x's L2 policy, measured 96-101%
+//                there on an H200 (book/results.md), not yet taken here.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
@@ -475,6 +482,11 @@ __device__ __forceinline__ float thread_sum_sq(const Pack<T, N> (&v)[VPT], int n
 
 // ---- reductions across the threads of a row ---------------------------------------
 
+// The shuffles below halve or double their offset: a group of lanes, or of warps
+// in BlockReduce, must be a power of two (96 threads, 3 warps, give wrong rows).
+template <int G>
+constexpr bool kPowerOfTwoGroup = G >= 1 && G <= 32 && (G & (G - 1)) == 0;
+
 // G consecutive lanes own one row (G = 1..32: a lone lane has nothing to merge).
 // Tree merge: at each step lane i takes lane i + o's statistics (__shfl_down_sync
 // within the group of G) and merges them on its right, so the group's first lane
@@ -486,6 +498,7 @@ __device__ __forceinline__ float thread_sum_sq(const Pack<T, N> (&v)[VPT], int n
 // same bits.
 template <int G>
 __device__ __forceinline__ Stats group_merge(Stats s) {
+  static_assert(kPowerOfTwoGroup<G>, "a power-of-two group of at most 32");
 #pragma unroll
   for (int o = G / 2; o > 0; o >>= 1) {
     const Stats t{__shfl_down_sync(kFullMask, s.n, o, G), __shfl_down_sync(kFullMask, s.mean, o, G),
@@ -505,6 +518,7 @@ __device__ __forceinline__ Stats group_merge(Stats s) {
 // their means are scaled by o / G (even_merge's k = log2(G / o)).
 template <int G>
 __device__ __forceinline__ Stats group_merge_even(Stats s) {
+  static_assert(kPowerOfTwoGroup<G>, "a power-of-two group of at most 32");
   s.mean *= 1.0f / static_cast<float>(G);
 #pragma unroll
   for (int o = 1; o < G; o <<= 1) {
@@ -523,6 +537,7 @@ __device__ __forceinline__ Stats group_broadcast(Stats s) {
 
 template <int G>
 __device__ __forceinline__ float group_sum(float v) {
+  static_assert(kPowerOfTwoGroup<G>, "a power-of-two group of at most 32");
 #pragma unroll
   for (int o = G / 2; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
   return v;
@@ -552,6 +567,7 @@ struct GroupReduce {
 // passed the next barrier, i.e. has finished reading this one.
 template <int WARPS>
 struct BlockReduce {
+  static_assert(kPowerOfTwoGroup<WARPS>, "a block of 1, 2, 4, ... or 32 warps");
   float (*slots)[3][WARPS];
   int parity;
 
