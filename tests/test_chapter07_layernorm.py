@@ -189,7 +189,7 @@ def test_many_rows_with_weight_and_bias_loaded_early(ops, method, dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_rows_moving_more_than_the_l2(ops, method, dtype):
     # The row counts above move less than the L2. Past it, 16-bit rows of 8,192
-    # (256 x 4, instead of the row-pair kernel) and 16,384 load x with an L2
+    # (256 x 4 instead of the general kernels) and 16,384 load x with an L2
     # evict_last policy (moves_past_l2); on a GPU whose memory is faster per SM (an
     # H200) so do fp32 rows of 4,096, 8,192 and 16,384 floats (keep_x_in_l2), 4,096
     # floats as 128 x 8 with weight and bias read after the reduction; elsewhere

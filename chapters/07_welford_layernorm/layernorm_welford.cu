@@ -109,8 +109,9 @@
 //                book/results/layernorm-h200.json), the same rows: fp32 99.9 / 98.8 / 101.7 /
 //                100.2 / 99.1 / 63.6%, fp16 98.4 / 98.9 / 97.0 / 98.2 / 98.6 / 75.5%, bf16 98.5 /
 //                98.2 / 97.5 / 99.5 / 98.7 / 75.7% (the chapter notebook, in the same run on
-//                that H200: 98.0-100.5% at 1,024-16,384). Past 100%: x's L2 policy, which speeds a
-//                copy by 2.2-3.2% on an H200 and 0.9-1.5% on an H100 (kernelbook.bench).
+//                that H200: 98.0-100.5% at 1,024, 4,096 and 16,384). Past 100%: x's L2
+//                policy, which speeds a copy by 2.2-3.2% on an H200 and 0.9-1.5% on an H100
+//                (kernelbook.bench).
 //                Between the powers of two (book/results/layernorm-sweep-*.json, code c5d85c3,
 //                16 row lengths from 1,024 to 16,384): H100 95.8-100.5% in every dtype; H200
 //                83.3-101.8%, under 95% at 23 of the 48 (16-bit 10,000: 83%; 1,536, 5,120 and
@@ -273,8 +274,9 @@ __device__ __forceinline__ Pack<T, N> constant_pack(float v) {  // N copies of v
 // 1.034 at 1 GiB. Earlier H200s had measured 0.993 at 4,096 floats, and chapter
 // 08 measured the policy 1.4-2.5% slower on an H100; three more H200s measured
 // the gain again (kKeepX), and those kernels now take it there (keep_x_in_l2).
-// With the bench's flush fixed, 16-bit rows of 16,384 measured it faster on an
-// H100 too, and take it on every GPU (moves_past_l2; numbers at kInOrder).
+// With the bench's flush fixed, 16-bit rows of 8,192 and 16,384 measured it
+// faster on an H100 too, and take it on every GPU (moves_past_l2; numbers at
+// kInOrder).
 template <typename P>
 __device__ __forceinline__ P load_vec(const P* src) {
   if constexpr (sizeof(P) == 16) {
@@ -1660,7 +1662,7 @@ bool fast_memory_per_sm() {
 // Whether a launch moves more bytes (x read, y written) than the L2 holds: only
 // then do the kernels below load x with an L2 evict_last policy
 // (load_vec_keep_in_l2; chapter 08: a graph of a few rows lost 1-2.5 points with
-// any hint). 16-bit rows of 16,384 take it on every GPU; fp32 rows of 4,096,
+// any hint). 16-bit rows of 8,192 and 16,384 take it on every GPU; fp32 rows of 4,096,
 // 8,192 and 16,384 only where the memory is faster per SM (keep_x_in_l2; see
 // kKeepX at affine_row).
 template <typename T>
@@ -2169,7 +2171,9 @@ cudaError_t launch_rows(const Launch<T>& l) {
         if (nvec == 128) return launch_affine<T, 64>(l);
         if (nvec == 256) return launch_affine<T, 128>(l);
         if (nvec == 512 && fast_memory_per_sm()) return launch_affine<T, 256>(l);
-        if (nvec == 1024 && moves_past_l2(l)) return launch_affine<T, 256, 4, WbLoad::kInOrder, 1, true>(l);
+        if (nvec == 1024 && moves_past_l2(l)) {  // 8,192 halves past the L2 (see kKeepX)
+          return launch_affine<T, 256, 4, WbLoad::kInOrder, 1, true>(l);
+        }
         if (nvec == 2048) {  // 16,384 halves
           if (moves_past_l2(l)) return launch_affine<T, 512, 4, WbLoad::kInOrder, 1, true>(l);
           return launch_affine<T, 512, 4, WbLoad::kInOrder>(l);
