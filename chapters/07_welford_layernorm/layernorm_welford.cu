@@ -1476,21 +1476,21 @@ layernorm_row_pair_kernel(const T* __restrict__ x, const T* __restrict__ weight,
   }
 }
 
-// Rows too long for registers: x is swept once for the statistics and once more
-// to normalize (three times for method 1). The first sweep also keeps the row's
-// first `stash` vectors in shared memory (as much as the block's share of the
-// SM holds), and later sweeps read those from there; the rest is read from
-// global memory again. Each thread stashes and reads back only its own vectors,
-// so the stash needs no barrier. The first sweep loads the vectors it does not
-// stash with an L2 evict_last policy, so that they are still in the L2 when the
-// next sweep reads them (torch.compile's kernel loads x with that policy too). fp32 rows of 65,536 (each block stashes 113 of its 256 KB), % of a copy and
-// torch.compile's time over this kernel's, plain loads -> the policy: H200 (…6420
-// -> …8274, chapter notebook) 60.5 -> 63.8%, 0.957 (torch.compile 4% ahead) -> 1.012;
-// H100 (…6641 -> …1382, book/results/layernorm-h100.json) 65.9 -> 69.2%, 1.019 ->
-// 1.067. kUnroll vectors are loaded
-// before any is used, so several loads are in flight per thread. The thread's
-// running count is only known at run time here, so each chunk joins the running
-// statistics through chan_merge (one division per chunk).
+// Rows too long for registers: x is swept once for the statistics and once more to
+// normalize (three times for method 1). The first sweep also keeps the row's first
+// `stash` vectors in shared memory (as much as the block's share of the SM holds),
+// and later sweeps read those from there; the rest is read from global memory
+// again. Each thread stashes and reads back only its own vectors, so the stash
+// needs no barrier. The first sweep loads the vectors it does not stash with an L2
+// evict_last policy, so that they are still in the L2 when the next sweep reads
+// them (torch.compile's kernel loads x with that policy too). fp32 rows of 65,536
+// (each block stashes 113 of its 256 KB), % of a copy and torch.compile's time
+// over this kernel's, plain loads -> the policy: H200 (…6420 -> …8274, chapter
+// notebook) 60.5 -> 63.8%, 0.957 (torch.compile 4% ahead) -> 1.012; H100 (…6641 ->
+// …1382, the H100 ladder at 6b089be) 65.9 -> 69.2%, 1.019 -> 1.067. kUnroll
+// vectors are loaded before any is used, so several loads are in flight per
+// thread. The thread's running count is only known at run time here, so each chunk
+// joins the running statistics through chan_merge (one division per chunk).
 template <typename T, int N, bool PEEL>
 __global__ void __launch_bounds__(kStreamingThreads, kStreamingBlocksPerSm)
 layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
@@ -1660,11 +1660,11 @@ bool fast_memory_per_sm() {
 }
 
 // Whether a launch moves more bytes (x read, y written) than the L2 holds: only
-// then do the kernels below load x with an L2 evict_last policy
+// then do the block kernels of affine_row load x with an L2 evict_last policy
 // (load_vec_keep_in_l2; chapter 08: a graph of a few rows lost 1-2.5 points with
-// any hint). 16-bit rows of 8,192 and 16,384 take it on every GPU; fp32 rows of 4,096,
-// 8,192 and 16,384 only where the memory is faster per SM (keep_x_in_l2; see
-// kKeepX at affine_row).
+// any hint). 16-bit rows of 8,192 and 16,384 take it on every GPU; fp32 rows of
+// 4,096, 8,192 and 16,384 only where the memory is faster per SM (keep_x_in_l2;
+// see kKeepX at affine_row).
 template <typename T>
 bool moves_past_l2(const Launch<T>& l) {
   const int l2 = l2_bytes();
