@@ -204,6 +204,25 @@ def test_rows_moving_more_than_the_l2(ops, method, dtype):
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_rows_between_the_powers_of_two_past_the_l2(ops, method, dtype):
+    # Past the L2, aligned rows of 129 to 2,047 16-bit vectors or 4,095 fp32 ones that
+    # are not a power of two take a block kernel shaped to the row (launch_shaped):
+    # 64 to 512 threads x 3 to 8 vectors, the last slot of some threads past the
+    # row's end unless the row fills them. Lengths at each block size, filling it
+    # and not; a NaN row; weight and bias both, one, or none.
+    vec = 16 // dtype.itemsize
+    lengths = (129, 192, 447, 449, 640, 1250, 1792, 2047) if vec == 8 else (129, 192, 500, 513, 640, 1250,
+                                                                              2500, 3584, 4095)
+    for nvec in lengths:
+        cols = nvec * vec
+        rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
+        x = spread_rows(rows, cols, dtype, method)
+        x[rows // 3, cols // 2] = float("nan")
+        check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}", nan_row=rows // 3)
+
+
+@pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_few_rows_one_block_each(ops, method, dtype):
     # At most 256 aligned rows of 9 to 2,048 vectors: one block a row (32 to 1,024
     # threads), weight and bias loaded with the row. Lengths that fill every

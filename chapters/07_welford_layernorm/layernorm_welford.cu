@@ -162,7 +162,8 @@ constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on t
 // one vector at a time in program order (kInOrder: 16-bit, the row kept in T).
 enum class WbLoad { kEarly, kLate, kInOrder };
 template <typename T, int THREADS, int VPT, WbLoad WB = WbLoad::kEarly>
-constexpr int kAffineBlocksPerSm = (WB != WbLoad::kEarly ? 1024
+constexpr int kAffineBlocksPerSm = (WB == WbLoad::kInOrder && VPT > 5 ? 768
+                                    : WB != WbLoad::kEarly ? 1024
                                     : VPT <= 2           ? (sizeof(T) == 4 && THREADS == 512 ? 2048 : 1536)
                                     : VPT == 4           ? 1024
                                                          : 512) /
@@ -1136,22 +1137,27 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // R rows a thread (R > 1: kEarly only), row j starting at element start[j]; the
 // thread's slot k of each row is vector t + k * STRIDE. Every row is read and
 // written (see layernorm_affine_rows_kernel for the groups past the last row).
+// kTail: the row may end inside the last slots (layernorm_affine_block_kernel's
+// shaped launches); the thread's first nk slots are in the row, the rest are
+// neither read nor written. Otherwise every slot is, and nk is VPT.
 template <int METHOD, int VPT, int STRIDE, WbLoad WB = WbLoad::kEarly, int R = 1, bool kKeepX = false,
-          typename T, typename Reduce>
+          bool kTail = false, typename T, typename Reduce>
 __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __restrict__ weight,
                                            const T* __restrict__ bias, T* __restrict__ y,
-                                           const int64_t (&start)[R], int t, float cols,
+                                           const int64_t (&start)[R], int t, int nk, float cols,
                                            float inv_cols, float eps, Reduce& red) {
   static_assert(R == 1 || (WB == WbLoad::kEarly && STRIDE <= 32), "several rows a thread: a group of lanes each");
+  static_assert(R == 1 || !kTail, "a group of lanes holds whole rows");
   constexpr int N = 16 / sizeof(T);
   using P = Pack<T, N>;
+  const auto in_row = [&](int k) { return !kTail || k < nk; };
   P v[R][VPT];
 #pragma unroll
   for (int j = 0; j < R; ++j)
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
       const P* src = reinterpret_cast<const P*>(x + start[j]) + t + k * STRIDE;
-      v[j][k] = kKeepX ? load_vec_keep_in_l2(src) : load_vec(src);
+      if (in_row(k)) v[j][k] = kKeepX ? load_vec_keep_in_l2(src) : load_vec(src);
     }
   const auto out = [&](int j) { return reinterpret_cast<P*>(y + start[j]) + t; };  // row j's slot 0
   if constexpr (WB == WbLoad::kLate) {
@@ -1160,9 +1166,10 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
     const float shift = METHOD == 2 ? 0.0f : to_float(x[start[0]]);  // "Shift" above
     Pack<float, N> f[VPT];
     shifted_floats(v[0], shift, f);
-    const Norm n = row_stats(METHOD, f, VPT, false, 0.0f, 0.0f, cols, inv_cols, eps, true, red);
+    const Norm n = row_stats(METHOD, f, kTail ? nk : VPT, false, 0.0f, 0.0f, cols, inv_cols, eps, !kTail, red);
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
+      if (!in_row(k)) continue;
       float w[N], b[N];
       load_affine<true, T, N>(weight, bias, static_cast<int64_t>(t + k * STRIDE) * N, true, w, b);
       store_vec(out(0) + k * STRIDE, normalize_pack<T>(f[k], n, w, b));
@@ -1177,6 +1184,7 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
     if constexpr (WB == WbLoad::kEarly) {
 #pragma unroll
       for (int k = 0; k < VPT; ++k) {
+        if (!in_row(k)) continue;
         w[k] = load_vec(wv + k * STRIDE);
         b[k] = load_vec(bv + k * STRIDE);
       }
@@ -1195,12 +1203,13 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
     Norm n[R];
 #pragma unroll
     for (int j = 0; j < R; ++j)
-      n[j] = row_stats(METHOD, v[j], VPT, false, 0.0f, shift[j], cols, inv_cols, eps, true, red);
+      n[j] = row_stats(METHOD, v[j], kTail ? nk : VPT, false, 0.0f, shift[j], cols, inv_cols, eps, !kTail, red);
 #pragma unroll
     for (int j = 0; j < R; ++j) {
       P* const yv = out(j);
 #pragma unroll
       for (int k = 0; k < VPT; ++k) {
+        if (!in_row(k)) continue;
         if constexpr (WB == WbLoad::kInOrder) {
           w[k] = load_vec_in_order(wv + k * STRIDE);
           b[k] = load_vec_in_order(bv + k * STRIDE);
@@ -1231,21 +1240,27 @@ layernorm_affine_rows_kernel(const T* __restrict__ x, const T* __restrict__ weig
 #pragma unroll
   for (int j = 0; j < R; ++j) start[j] = static_cast<int64_t>(min(first + j * kLayer, last)) * kCols;
   GroupReduce<G> red;
-  affine_row<METHOD, VPT, G, WbLoad::kEarly, R>(x, weight, bias, y, start, threadIdx.x % G,
+  affine_row<METHOD, VPT, G, WbLoad::kEarly, R>(x, weight, bias, y, start, threadIdx.x % G, VPT,
                                                 static_cast<float>(kCols), inv_cols, eps, red);
 }
 
-template <typename T, int THREADS, int VPT, int METHOD, WbLoad WB = WbLoad::kEarly, bool kKeepX = false>
+// A row of nvec vectors per block of THREADS x VPT slots. kTail: nvec is more
+// than THREADS x (VPT - 1) and less than THREADS x VPT, so only the last slot of
+// some threads is past the row's end; otherwise nvec is THREADS x VPT.
+template <typename T, int THREADS, int VPT, int METHOD, WbLoad WB = WbLoad::kEarly, bool kKeepX = false,
+          bool kTail = false>
 __global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<T, THREADS, VPT, WB>))
 layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
-                              T* __restrict__ y, float inv_cols, float eps) {
+                              T* __restrict__ y, int nvec, float inv_cols, float eps) {
   constexpr int kWarps = THREADS / 32;
-  constexpr int64_t kCols = static_cast<int64_t>(THREADS) * VPT * (16 / sizeof(T));
+  constexpr int N = 16 / sizeof(T);
+  const int64_t cols = static_cast<int64_t>(kTail ? nvec : THREADS * VPT) * N;
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
-  const int64_t start[1] = {static_cast<int64_t>(blockIdx.x) * kCols};
-  affine_row<METHOD, VPT, THREADS, WB, 1, kKeepX>(x, weight, bias, y, start, threadIdx.x,
-                                                 static_cast<float>(kCols), inv_cols, eps, red);
+  const int64_t start[1] = {static_cast<int64_t>(blockIdx.x) * cols};
+  const int nk = kTail && static_cast<int>(threadIdx.x) + (VPT - 1) * THREADS >= nvec ? VPT - 1 : VPT;
+  affine_row<METHOD, VPT, THREADS, WB, 1, kKeepX, kTail>(x, weight, bias, y, start, threadIdx.x, nk,
+                                                         static_cast<float>(cols), inv_cols, eps, red);
 }
 
 // Register budget of the block path: 64 registers a thread (two 512-thread
@@ -1709,10 +1724,11 @@ cudaError_t launch_warp(const Launch<T>& l) {
 // R rows a thread (G < 64), or, from G = 64, a block of G threads x VPT a row.
 // No grid loop: the caller keeps rows within gridDim.x (kMaxAffineRows).
 // kKeepX (blocks only): x loaded with an L2 evict_last policy (keep_x_in_l2).
-template <typename T, int G, int VPT = 2, WbLoad WB = WbLoad::kEarly, int R = 1, bool kKeepX = false>
+template <typename T, int G, int VPT = 2, WbLoad WB = WbLoad::kEarly, int R = 1, bool kKeepX = false,
+          bool kTail = false>
 cudaError_t launch_affine(const Launch<T>& l) {
   static_assert(G < 64 || R == 1, "a block of G threads holds one row");
-  static_assert(G >= 64 || !kKeepX, "the policy is for the block kernel");
+  static_assert(G >= 64 || (!kKeepX && !kTail), "the policy and the tail are for the block kernel");
   constexpr int64_t kRowsPerBlock = G < 64 ? kWarpPathThreads / G * R : 1;
   const auto grid = static_cast<unsigned>((l.rows + kRowsPerBlock - 1) / kRowsPerBlock);
   return with_method(l.method, [&](auto m) {
@@ -1721,11 +1737,44 @@ cudaError_t launch_affine(const Launch<T>& l) {
       layernorm_affine_rows_kernel<T, G, VPT, R, M><<<grid, kWarpPathThreads, 0, l.stream>>>(
           l.x, l.weight, l.bias, l.y, l.rows, l.inv_cols, l.eps);
     } else {
-      layernorm_affine_block_kernel<T, G, VPT, M, WB, kKeepX><<<grid, G, 0, l.stream>>>(l.x, l.weight, l.bias, l.y,
-                                                                                          l.inv_cols, l.eps);
+      const int nvec = static_cast<int>(l.cols / (16 / sizeof(T)));
+      layernorm_affine_block_kernel<T, G, VPT, M, WB, kKeepX, kTail><<<grid, G, 0, l.stream>>>(
+          l.x, l.weight, l.bias, l.y, nvec, l.inv_cols, l.eps);
     }
     return cudaGetLastError();
   });
+}
+
+// The block kernel of affine_row shaped to a row of nvec vectors, for lengths the
+// table in launch_rows does not name (129 to 2,048 16-bit vectors, 4,096 fp32, not
+// a power of two): THREADS a power of two from 64, the fewest that hold the row in
+// at most kShapedMaxVpt vectors each, and VPT the fewest that then fit, so only the
+// last slot may be past the row's end (kTail). x loaded with its L2 policy; weight
+// and bias after the reduction, fp32 as shifted floats (kLate), 16-bit vector by
+// vector (kInOrder; from 6 vectors 768 threads an SM, 80 registers: at 64, 6 and 7
+// spilled, and bf16 8 spilled at 80). Numbers at launch_rows.
+template <typename T> constexpr int kShapedMaxVpt = sizeof(T) == 4 ? 8 : 7;
+
+// VPT from the given one up to MAX_VPT, at whose length the row is not a
+// power of two: it takes the tail kernel.
+template <typename T, int THREADS, int VPT, int MAX_VPT = kShapedMaxVpt<T>>
+cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
+  constexpr WbLoad WB = sizeof(T) == 4 ? WbLoad::kLate : WbLoad::kInOrder;
+  if constexpr (VPT < MAX_VPT) {
+    if (nvec > THREADS * VPT) return launch_shaped_block<T, THREADS, VPT + 1, MAX_VPT>(l, nvec);
+    if (nvec == THREADS * VPT) return launch_affine<T, THREADS, VPT, WB, 1, true>(l);
+  }
+  return launch_affine<T, THREADS, VPT, WB, 1, true, true>(l);
+}
+
+template <typename T>
+cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
+  constexpr int kMax = kShapedMaxVpt<T>, kMin = kMax / 2 + 1;  // VPT past half the threads' reach
+  if (nvec <= 64 * kMax) return launch_shaped_block<T, 64, 3>(l, nvec);  // nvec > 128
+  if (nvec <= 128 * kMax) return launch_shaped_block<T, 128, kMin>(l, nvec);
+  if (nvec <= 256 * kMax) return launch_shaped_block<T, 256, kMin>(l, nvec);
+  if constexpr (sizeof(T) == 2) return launch_shaped_block<T, 512, 4, 4>(l, nvec);  // 1,793 to 2,047
+  else return launch_shaped_block<T, 512, kMin>(l, nvec);
 }
 
 // FEW: a few-rows launch (see launch_rows): the method fixed at compile time and
@@ -2190,6 +2239,11 @@ cudaError_t launch_rows(const Launch<T>& l) {
           if (keep_x_in_l2(l)) return launch_affine<T, 512, 8, WbLoad::kLate, 1, true>(l);
           return fast_memory_per_sm() ? launch_affine<T, 512, 8, WbLoad::kLate>(l) : launch_affine<T, 512, 8>(l);
         }
+      }
+      // Lengths between the powers of two, past the L2: shaped to the row (see above).
+      const bool power_of_two = (nvec & (nvec - 1)) == 0;
+      if (nvec > 128 && nvec <= (N == 8 ? 2048 : 4096) && !power_of_two && moves_past_l2(l)) {
+        return launch_shaped(l, nvec);
       }
     }
   }
