@@ -1746,35 +1746,35 @@ cudaError_t launch_affine(const Launch<T>& l) {
 }
 
 // The block kernel of affine_row shaped to a row of nvec vectors, for lengths the
-// table in launch_rows does not name (129 to 2,048 16-bit vectors, 4,096 fp32, not
+// table in launch_rows does not name (129 to 2,047 16-bit vectors, 4,095 fp32, not
 // a power of two): THREADS a power of two from 64, the fewest that hold the row in
-// at most kShapedMaxVpt vectors each, and VPT the fewest that then fit, so only the
-// last slot may be past the row's end (kTail). x loaded with its L2 policy; weight
-// and bias after the reduction, fp32 as shifted floats (kLate), 16-bit vector by
-// vector (kInOrder; from 6 vectors 768 threads an SM, 80 registers: at 64, 6 and 7
-// spilled, and bf16 8 spilled at 80). Numbers at launch_rows.
-template <typename T> constexpr int kShapedMaxVpt = sizeof(T) == 4 ? 8 : 7;
-
-// VPT from the given one up to MAX_VPT, at whose length the row is not a
-// power of two: it takes the tail kernel.
-template <typename T, int THREADS, int VPT, int MAX_VPT = kShapedMaxVpt<T>>
+// at most 6 vectors each at 64 threads, 7 (16-bit) or 8 (fp32) from 128, and VPT
+// the fewest that then fit, so only the last slot may be past the row's end
+// (kTail). x loaded with its L2 policy; weight and bias after the reduction, fp32
+// as shifted floats (kLate), 16-bit vector by vector (kInOrder; from 6 vectors
+// 768 threads an SM, 80 registers: at 64, 6 and 7 spilled, and bf16 8 spilled
+// at 80). Numbers at launch_rows.
+template <typename T, int THREADS, int VPT, int MAX_VPT>
 cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   constexpr WbLoad WB = sizeof(T) == 4 ? WbLoad::kLate : WbLoad::kInOrder;
+  constexpr int kSlots = THREADS * VPT;
   if constexpr (VPT < MAX_VPT) {
-    if (nvec > THREADS * VPT) return launch_shaped_block<T, THREADS, VPT + 1, MAX_VPT>(l, nvec);
-    if (nvec == THREADS * VPT) return launch_affine<T, THREADS, VPT, WB, 1, true>(l);
+    if (nvec > kSlots) return launch_shaped_block<T, THREADS, VPT + 1, MAX_VPT>(l, nvec);
+  }
+  if constexpr ((kSlots & (kSlots - 1)) != 0) {  // (a power of two never comes here)
+    if (nvec == kSlots) return launch_affine<T, THREADS, VPT, WB, 1, true>(l);
   }
   return launch_affine<T, THREADS, VPT, WB, 1, true, true>(l);
 }
 
 template <typename T>
 cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
-  constexpr int kMax = kShapedMaxVpt<T>, kMin = kMax / 2 + 1;  // VPT past half the threads' reach
-  if (nvec <= 64 * kMax) return launch_shaped_block<T, 64, 3>(l, nvec);  // nvec > 128
-  if (nvec <= 128 * kMax) return launch_shaped_block<T, 128, kMin>(l, nvec);
-  if (nvec <= 256 * kMax) return launch_shaped_block<T, 256, kMin>(l, nvec);
+  constexpr int kMax = sizeof(T) == 4 ? 8 : 7;  // vectors a thread from 128 threads
+  if (nvec <= 64 * 6) return launch_shaped_block<T, 64, 3, 6>(l, nvec);  // nvec > 128
+  if (nvec <= 128 * kMax) return launch_shaped_block<T, 128, 4, kMax>(l, nvec);
+  if (nvec <= 256 * kMax) return launch_shaped_block<T, 256, 128 * kMax / 256 + 1, kMax>(l, nvec);
   if constexpr (sizeof(T) == 2) return launch_shaped_block<T, 512, 4, 4>(l, nvec);  // 1,793 to 2,047
-  else return launch_shaped_block<T, 512, kMin>(l, nvec);
+  else return launch_shaped_block<T, 512, 5, 8>(l, nvec);
 }
 
 // FEW: a few-rows launch (see launch_rows): the method fixed at compile time and
