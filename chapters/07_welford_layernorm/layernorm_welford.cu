@@ -77,7 +77,11 @@
 //     weight and bias together with x and fit the row exactly (affine_row; rows
 //     of 128 two to a thread; on a GPU like the H200, rows of 16,384 floats load
 //     them after the reduction, two blocks per SM; 16-bit rows of 16,384 load
-//     them after the reduction on every GPU, in program order).
+//     them after the reduction on every GPU, in program order). Past the L2, the
+//     lengths between (129 to 2,047 vectors of 8 halves, 4,095 of 4 floats, not a
+//     power of two) take the same block kernel shaped to the row: 64 to 512
+//     threads x 3 to 8 vectors, the last slot of some threads past the row's end
+//     where it does not fill them (launch_shaped).
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
 //   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
@@ -112,13 +116,11 @@
 //                that H200: 98.0-100.5% at 1,024, 4,096 and 16,384). Past 100%: x's L2
 //                policy, which speeds a copy by 2.2-3.2% on an H200 and 0.9-1.5% on an H100
 //                (kernelbook.bench).
-//                Between the powers of two (book/results/layernorm-sweep-*.json, code c5d85c3,
-//                16 row lengths from 1,024 to 16,384): H100 95.8-100.5% in every dtype; H200
-//                83.3-101.8%, under 95% at 23 of the 48 (16-bit 10,000: 83%; 1,536, 5,120 and
-//                12,288: 88-92%; fp32 5,120, 10,000, 14,336: 91-94%). Those lengths take the
-//                general kernels below, whose threads x vectors leave slots empty; block
-//                kernels of affine_row shaped to the row, with x's L2 policy, measured 96-101%
-//                there on an H200 (book/results.md), not yet taken here.
+//                Between the powers of two (book/results/layernorm-sweep-*.json, code
+//                6f04165, 16 row lengths from 1,024 to 16,384, every dtype): H100 97.7-101.4%
+//                (copy ~2,838-2,884 GB/s), H200 96.1-101.3% (copy ~3,922-3,999 GB/s); before
+//                the shaped kernels (launch_shaped), the H200 had measured 83.3-101.8% there,
+//                under 95% at 23 of the 48.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
@@ -156,7 +158,10 @@ constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on t
 // The weight-and-bias kernels of affine_row (layernorm_affine_rows_kernel and
 // _block_kernel): blocks per SM for VPT vectors a thread. 2 vectors: 1,536 threads
 // at 40 registers (fp32 blocks of 512: 2,048 at 32); 4: 1,024 at 64; 8: 512 at up
-// to 128, or 1,024 at 64 with weight and bias late (WbLoad). No spill in any of them.
+// to 128, or 1,024 at 64 with weight and bias late (WbLoad); 16-bit rows of 6 or 7
+// vectors with weight and bias in order (launch_shaped): 768 at 80. No spill in
+// the stage's method; in methods 1 and 2 the shaped fp32 kernels of 7 vectors,
+// and of 8 with the row ending inside them, spill 8-16 bytes.
 // When affine_row reads weight and bias: together with x (kEarly); after the
 // reduction (kLate: fp32, the row held as shifted floats); after the reduction,
 // one vector at a time in program order (kInOrder: 16-bit, the row kept in T).
@@ -1926,6 +1931,26 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     0.3-0.9% and 0.5-1.2% longer (H100). Every 16-byte load as a plain
 //     ld.global (Triton's kind) rather than ld.global.nc: 0.998-1.004; with
 //     L1::no_allocate, 3.5-5.6% longer (H100, 128 columns, all three dtypes).
+//   Many aligned rows with weight and bias that move more than the L2, of 129
+//     to 2,047 16-bit or 4,095 fp32 vectors and not a power of two: the block
+//     kernel of affine_row shaped to the row (launch_shaped has the shapes), with
+//     x's L2 policy; the kernels below leave slots empty at such lengths (10,000
+//     halves: 1,250 vectors in 512 x 4 slots) and load x without the policy.
+//     256 MiB, 20 paired rounds, 11 lengths from 1,536 to 14,336 columns, every
+//     dtype, the time of the kernels below over this one's: H200 (…2049)
+//     1.023-1.172, all 33 ahead (16-bit 10,000 83.4 -> 96.4% of a copy, fp32
+//     14,336 92.2 -> 99.3%); H100 (…2684) 0.998-1.035, ties at 16-bit 3,584 and
+//     7,168, the other 29 ahead. Other shapes on an H200 (…7606, 30 rounds,
+//     16-bit, the shape kept's time over theirs): 3,584 halves as 128 x 4 (some
+//     last slots empty) 1.023-1.026 times faster than 64 x 7, so 64 threads hold
+//     at most 6; at most 4 vectors a thread (twice the threads) 0.76-0.99 at
+//     2,560, 5,120 to 7,168 and 10,000 to 14,336 (10,000: 0.76-0.78); at most 5,
+//     ties at 2,560, 5,120 and 10,000, 0.93-0.99 at 6,144, 7,168, 12,288, 14,336. Earlier
+//     probes (H200 …8442, x's policy): 16-bit 1,536 as 64 x 3, weight and bias
+//     early 100.1-100.3%, in order 100.3-101.0%; 5,120 as 128 x 5 early 90.5-92.1%,
+//     in order 98.4-99.1%; 12,288 as 512 x 3 in order 92-93%, 256 x 6 96-99%;
+//     fp32 14,336 as 512 x 7, early 93.2%, late 99.6%; fp32 5,120 as 256 x 5 101%
+//     either way.
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
