@@ -206,10 +206,11 @@ def test_rows_moving_more_than_the_l2(ops, method, dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_rows_between_the_powers_of_two_past_the_l2(ops, method, dtype):
     # Past the L2, aligned rows of 129 to 2,047 16-bit vectors or 4,095 fp32 ones that
-    # are not a power of two take a block kernel shaped to the row (launch_shaped):
-    # 64 to 512 threads x 3 to 8 vectors, the last slot of some threads past the
-    # row's end unless the row fills them. Lengths at each block size, filling it
-    # and not; a NaN row; weight and bias both, one, or none.
+    # are not a power of two take, for Welford, a block kernel shaped to the row
+    # (launch_shaped): 64 to 512 threads x 3 to 8 vectors, the last slot of some
+    # threads past the row's end unless the row fills them (the other methods, the
+    # general kernels). Lengths at each block size, filling it and not; a NaN row;
+    # weight and bias both, one, or none.
     vec = 16 // dtype.itemsize
     lengths = (129, 192, 384, 447, 640, 1250, 1792, 2047) if vec == 8 else (129, 192, 384, 500, 513, 640,
                                                                               1250, 2500, 3584, 4095)
@@ -219,6 +220,30 @@ def test_rows_between_the_powers_of_two_past_the_l2(ops, method, dtype):
         x = spread_rows(rows, cols, dtype, method)
         x[rows // 3, cols // 2] = float("nan")
         check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}", nan_row=rows // 3)
+
+
+@pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
+    # Past the L2, 16-bit rows of 129 to 2,048 vectors whose starts are not all on
+    # a 16-byte boundary (a length not a multiple of 8, or x and out views one
+    # element in) take, for Welford, layernorm_shifted_wb_kernel: blocks per row
+    # class, weight and bias shifted into shared memory (fp32 rows and the other
+    # methods, the peeled general kernels). Lengths at each block size; a NaN row;
+    # weight and bias both, one, or none.
+    vec = 16 // dtype.itemsize
+    lengths = ((1025, 1100, 3001, 3100, 7169, 12289, 16383, 16385) if vec == 8 else
+               (1025, 1537, 1541, 4097, 8191, 12289, 16383, 16387))
+    for cols in lengths:
+        rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
+        x = spread_rows(rows, cols, dtype, method)
+        x[rows // 3, cols // 2] = float("nan")
+        check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}", nan_row=rows // 3)
+    cols = 512 * vec
+    rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
+    x = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[1:].view(rows, cols)
+    x.copy_(spread_rows(rows, cols, dtype, method))
+    check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}, one element in", out_start=1)
 
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])

@@ -160,8 +160,8 @@ constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on t
 // at 40 registers (fp32 blocks of 512: 2,048 at 32); 4: 1,024 at 64; 8: 512 at up
 // to 128, or 1,024 at 64 with weight and bias late (WbLoad); 16-bit rows of 6 or 7
 // vectors with weight and bias in order (launch_shaped): 768 at 80. No spill in
-// the stage's method; in methods 1 and 2 the shaped fp32 kernels of 7 vectors,
-// and of 8 with the row ending inside them, spill 8-16 bytes.
+// any of them (launch_shaped builds Welford's kernels only: in methods 1 and 2 the
+// fp32 ones of 7 and 8 vectors spilled 8-16 bytes).
 // When affine_row reads weight and bias: together with x (kEarly); after the
 // reduction (kLate: fp32, the row held as shifted floats); after the reduction,
 // one vector at a time in program order (kInOrder: 16-bit, the row kept in T).
@@ -1268,6 +1268,68 @@ layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ wei
                                                          static_cast<float>(cols), inv_cols, eps, red);
 }
 
+// Many 16-bit rows whose starts are not all on a 16-byte boundary (a length not a
+// multiple of 8, such as 4,097, or x a view off the boundary): the rows start at
+// up to N offsets from one, so a row's body vectors (peeled path) lie at a
+// different offset in weight and bias from one row to the next, where the peeled
+// kernels read them an element at a time. Rows r and r + N start at the same
+// offset: block b takes the rows r = b (mod N), and first copies weight and bias
+// into shared memory shifted by that offset (the head), so that body vector k's
+// weight and bias are vector k there, two 16-byte loads as in the aligned kernels.
+// Persistent: the grid is the blocks that fit at once, a multiple of N, each
+// looping over its class's rows. A row's nb body vectors in THREADS x VPT slots;
+// head and tail elements (at most 2 x (N - 1)) one to a thread. x with its L2
+// policy; weight and bias absent read as 1 and 0. Welford's statistics only
+// (launch_shifted_wb). Numbers at launch_rows.
+template <typename T, int THREADS, int VPT, int METHOD>
+__global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>))
+layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                            T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps) {
+  constexpr int N = 16 / sizeof(T);
+  constexpr int kWarps = THREADS / 32;
+  using P = Pack<T, N>;
+  extern __shared__ uint4 shifted_wb[];  // weight, then bias, each of padded elements
+  const int64_t padded = (cols + N - 1) / N * N;
+  T* const sw = reinterpret_cast<T*>(shifted_wb);
+  T* const sb = sw + padded;
+  __shared__ float slots[2][3][kWarps];
+  BlockReduce<kWarps> red{slots, 0};
+  const int tid = threadIdx.x;
+  const int64_t step = static_cast<int64_t>(gridDim.x / N) * N;
+  const int64_t first = blockIdx.x % N + static_cast<int64_t>(blockIdx.x / N) * N;
+  if (first >= rows) return;  // the whole block: no barrier is missed
+  const int64_t head = split_row<T, N, true>(x + first * cols, cols).head;  // the class's
+  for (int64_t i = tid; i < cols - head; i += THREADS) {
+    sw[i] = weight ? weight[head + i] : from_float<T>(1.0f);
+    sb[i] = bias ? bias[head + i] : from_float<T>(0.0f);
+  }
+  __syncthreads();
+  const P* const wv = reinterpret_cast<const P*>(sw) + tid;
+  const P* const bv = reinterpret_cast<const P*>(sb) + tid;
+  for (int64_t row = first; row < rows; row += step) {
+    const T* xr = x + row * cols;
+    const RowSplit s = split_row<T, N, true>(xr, cols);
+    const int nb = static_cast<int>(s.body);
+    const P* xv = reinterpret_cast<const P*>(xr + s.head) + tid;
+    P v[VPT];
+#pragma unroll
+    for (int k = 0; k < VPT; ++k)
+      if (tid + k * THREADS < nb) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
+    const bool has_edge = tid < s.head + s.tail;
+    const float edge = has_edge ? to_float(xr[s.edge_index(tid, N)]) : 0.0f;
+    const int nk = tid < nb ? min(VPT, (nb - tid + THREADS - 1) / THREADS) : 0;
+    const float shift = METHOD == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
+    const Norm n = row_stats(METHOD, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps,
+                             false, red);
+    T* yr = y + row * cols;
+    P* yv = reinterpret_cast<P*>(yr + s.head) + tid;
+#pragma unroll
+    for (int k = 0; k < VPT; ++k)
+      if (tid + k * THREADS < nb) store_vec(yv + k * THREADS, normalize_pack<T>(v[k], n, wv[k * THREADS], bv[k * THREADS]));
+    if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, n);
+  }
+}
+
 // Register budget of the block path: 64 registers a thread (two 512-thread
 // blocks, or more smaller ones, per SM); 128 for the scalar path's 32-element
 // slices, which would spill in 64. Asking for this occupancy also keeps ptxas
@@ -1636,12 +1698,16 @@ struct Launch {
 unsigned grid_for(int64_t blocks) { return static_cast<unsigned>(blocks < kMaxGrid ? blocks : kMaxGrid); }
 
 // Calls f with the method (0, 1 or 2) as a compile-time constant, for kernels
-// built with it fixed.
-template <typename F>
+// built with it fixed; WELFORD_ONLY: with 0, the caller having checked it.
+template <bool WELFORD_ONLY = false, typename F>
 decltype(auto) with_method(int method, F&& f) {
-  if (method == 0) return f(std::integral_constant<int, 0>{});
-  if (method == 1) return f(std::integral_constant<int, 1>{});
-  return f(std::integral_constant<int, 2>{});
+  if constexpr (WELFORD_ONLY) {
+    return f(std::integral_constant<int, 0>{});
+  } else {
+    if (method == 0) return f(std::integral_constant<int, 0>{});
+    if (method == 1) return f(std::integral_constant<int, 1>{});
+    return f(std::integral_constant<int, 2>{});
+  }
 }
 
 // The current GPU's SMs (0 if the query fails).
@@ -1729,14 +1795,15 @@ cudaError_t launch_warp(const Launch<T>& l) {
 // R rows a thread (G < 64), or, from G = 64, a block of G threads x VPT a row.
 // No grid loop: the caller keeps rows within gridDim.x (kMaxAffineRows).
 // kKeepX (blocks only): x loaded with an L2 evict_last policy (keep_x_in_l2).
+// WELFORD_ONLY: built for method 0 alone, which the caller has checked.
 template <typename T, int G, int VPT = 2, WbLoad WB = WbLoad::kEarly, int R = 1, bool kKeepX = false,
-          bool kTail = false>
+          bool kTail = false, bool WELFORD_ONLY = false>
 cudaError_t launch_affine(const Launch<T>& l) {
   static_assert(G < 64 || R == 1, "a block of G threads holds one row");
   static_assert(G >= 64 || (!kKeepX && !kTail), "the policy and the tail are for the block kernel");
   constexpr int64_t kRowsPerBlock = G < 64 ? kWarpPathThreads / G * R : 1;
   const auto grid = static_cast<unsigned>((l.rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  return with_method(l.method, [&](auto m) {
+  return with_method<WELFORD_ONLY>(l.method, [&](auto m) {
     constexpr int M = decltype(m)::value;
     if constexpr (G < 64) {
       layernorm_affine_rows_kernel<T, G, VPT, R, M><<<grid, kWarpPathThreads, 0, l.stream>>>(
@@ -1758,28 +1825,65 @@ cudaError_t launch_affine(const Launch<T>& l) {
 // (kTail). x loaded with its L2 policy; weight and bias after the reduction, fp32
 // as shifted floats (kLate), 16-bit vector by vector (kInOrder; from 6 vectors
 // 768 threads an SM, 80 registers: at 64, 6 and 7 spilled, and bf16 8 spilled
-// at 80). Numbers at launch_rows.
-template <typename T, int THREADS, int VPT, int MAX_VPT>
+// at 80). Welford's kernels only: methods 1 and 2, the notebook's comparisons,
+// keep the general kernels at these lengths. Numbers at launch_rows.
+template <typename T, int THREADS, int VPT>
+cudaError_t launch_shifted_wb(const Launch<T>& l);
+
+// SHIFTED: rows whose length is not a multiple of the vector, nvec = cols / N
+// (layernorm_shifted_wb_kernel), rather than aligned rows.
+template <typename T, int THREADS, int VPT, int MAX_VPT, bool SHIFTED>
 cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   constexpr WbLoad WB = sizeof(T) == 4 ? WbLoad::kLate : WbLoad::kInOrder;
   constexpr int kSlots = THREADS * VPT;
   if constexpr (VPT < MAX_VPT) {
-    if (nvec > kSlots) return launch_shaped_block<T, THREADS, VPT + 1, MAX_VPT>(l, nvec);
+    if (nvec > kSlots) return launch_shaped_block<T, THREADS, VPT + 1, MAX_VPT, SHIFTED>(l, nvec);
   }
-  if constexpr ((kSlots & (kSlots - 1)) != 0) {  // (a power of two never comes here)
-    if (nvec == kSlots) return launch_affine<T, THREADS, VPT, WB, 1, true>(l);
+  if constexpr (SHIFTED) {
+    return launch_shifted_wb<T, THREADS, VPT>(l);
+  } else {
+    if constexpr ((kSlots & (kSlots - 1)) != 0) {  // (a power of two never comes here)
+      if (nvec == kSlots) return launch_affine<T, THREADS, VPT, WB, 1, true, false, true>(l);
+    }
+    return launch_affine<T, THREADS, VPT, WB, 1, true, true, true>(l);
   }
-  return launch_affine<T, THREADS, VPT, WB, 1, true, true>(l);
 }
 
-template <typename T>
+template <typename T, bool SHIFTED = false>
 cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
   constexpr int kMax = sizeof(T) == 4 ? 8 : 7;  // vectors a thread from 128 threads
-  if (nvec <= 64 * 6) return launch_shaped_block<T, 64, 3, 6>(l, nvec);  // nvec > 128
-  if (nvec <= 128 * kMax) return launch_shaped_block<T, 128, 4, kMax>(l, nvec);
-  if (nvec <= 256 * kMax) return launch_shaped_block<T, 256, 128 * kMax / 256 + 1, kMax>(l, nvec);
-  if constexpr (sizeof(T) == 2) return launch_shaped_block<T, 512, 4, 4>(l, nvec);  // 1,793 to 2,047
-  else return launch_shaped_block<T, 512, 5, 8>(l, nvec);
+  if (nvec <= 64 * 6) return launch_shaped_block<T, 64, 3, 6, SHIFTED>(l, nvec);  // nvec > 128
+  if (nvec <= 128 * kMax) return launch_shaped_block<T, 128, 4, kMax, SHIFTED>(l, nvec);
+  if (nvec <= 256 * kMax) return launch_shaped_block<T, 256, 128 * kMax / 256 + 1, kMax, SHIFTED>(l, nvec);
+  if constexpr (sizeof(T) == 2) return launch_shaped_block<T, 512, 4, 4, SHIFTED>(l, nvec);  // 1,793 to 2,048
+  else return launch_shaped_block<T, 512, 5, 8, SHIFTED>(l, nvec);
+}
+
+// Dynamic shared memory for layernorm_shifted_wb_kernel: weight and bias, each of
+// cols rounded up to the vector. Its grid: the blocks that fit at once, rounded
+// down to a multiple of N (one block a row class at least), no more than the rows
+// need. The attribute and the occupancy are asked each launch (a few microseconds
+// of host time; the kernel runs for tens).
+template <typename T, int THREADS, int VPT>
+cudaError_t launch_shifted_wb(const Launch<T>& l) {
+  constexpr int N = 16 / sizeof(T);
+  const int64_t bytes = 2 * ((l.cols + N - 1) / N * N) * static_cast<int64_t>(sizeof(T));
+  return with_method<true>(l.method, [&](auto m) {
+    const auto kernel = layernorm_shifted_wb_kernel<T, THREADS, VPT, decltype(m)::value>;
+    int per_sm = 0;
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(bytes));
+    if (err == cudaSuccess) {
+      err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, static_cast<size_t>(bytes));
+    }
+    if (err != cudaSuccess) return err;
+    const int64_t classes = (l.rows + N - 1) / N;  // blocks one class could use
+    int64_t blocks = static_cast<int64_t>(sm_count()) * per_sm / N;
+    blocks = (blocks < 1 ? 1 : blocks < classes ? blocks : classes) * N;
+    kernel<<<static_cast<unsigned>(blocks), THREADS, static_cast<size_t>(bytes), l.stream>>>(
+        l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps);
+    return cudaGetLastError();
+  });
 }
 
 // FEW: a few-rows launch (see launch_rows): the method fixed at compile time and
@@ -2267,9 +2371,14 @@ cudaError_t launch_rows(const Launch<T>& l) {
       }
       // Lengths between the powers of two, past the L2: shaped to the row (see above).
       const bool power_of_two = (nvec & (nvec - 1)) == 0;
-      if (nvec > 128 && nvec <= (N == 8 ? 2048 : 4096) && !power_of_two && moves_past_l2(l)) {
+      if (l.method == 0 && nvec > 128 && nvec <= (N == 8 ? 2048 : 4096) && !power_of_two && moves_past_l2(l)) {
         return launch_shaped(l, nvec);
       }
+    }
+  }
+  if constexpr (PEEL && N == 8) {  // many 16-bit rows off the vector boundary, past the L2
+    if (l.method == 0 && l.rows > kFewRows && nvec > 128 && nvec <= 2048 && moves_past_l2(l)) {
+      return launch_shaped<T, true>(l, nvec);
     }
   }
   if constexpr (!PEEL) {  // the peeled path needs 16 lanes for a row's head and tail
