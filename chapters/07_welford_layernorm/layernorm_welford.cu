@@ -81,7 +81,11 @@
 //     lengths between (129 to 2,047 vectors of 8 halves, 4,095 of 4 floats, not a
 //     power of two) take the same block kernel shaped to the row: 64 to 512
 //     threads x 3 to 8 vectors, the last slot of some threads past the row's end
-//     where it does not fill them (launch_shaped).
+//     where it does not fill them (launch_shaped; Welford only). Many 16-bit rows
+//     off the vector boundary past the L2 (a length not a multiple of 8) take,
+//     for Welford, a kernel that shifts weight and bias into shared memory for
+//     each of the 8 row offsets (layernorm_shifted_wb_kernel): 80-91% of a copy,
+//     against 52-89% for the peeled kernels.
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
 //   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
@@ -120,7 +124,9 @@
 //                6f04165, 16 row lengths from 1,024 to 16,384, every dtype): H100 97.7-101.4%
 //                (copy ~2,838-2,884 GB/s), H200 96.1-101.3% (copy ~3,922-3,999 GB/s); before
 //                the shaped kernels (launch_shaped), the H200 had measured 83.3-101.8% there,
-//                under 95% at 23 of the 48.
+//                under 95% at 23 of the 48. Lengths not a multiple of the vector (1,100 to
+//                16,383 columns, 256 MiB, code 8427e46) stay short of a copy: 16-bit 65-90%
+//                on an H200, 88-91% on an H100; fp32 74-89% and 89-97% (notes at launch_rows).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
@@ -2055,6 +2061,19 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     in order 98.4-99.1%; 12,288 as 512 x 3 in order 92-93%, 256 x 6 96-99%;
 //     fp32 14,336 as 512 x 7, early 93.2%, late 99.6%; fp32 5,120 as 256 x 5 101%
 //     either way.
+//   Many 16-bit rows off the vector boundary (peeled) that move more than the L2,
+//     of 129 to 2,048 vectors, for Welford: weight and bias shifted into shared
+//     memory, a block a row class (layernorm_shifted_wb_kernel, shaped as
+//     launch_shaped), where the peeled kernels below read them an element at a
+//     time. On an H100 not where nvec is a power of two: there the general
+//     kernels' slots are full. 256 MiB, 20 paired rounds, 9 lengths from 1,100 to
+//     16,383 columns, fp16 and bf16, the peeled kernels' time over this one's:
+//     H200 (…8658) 1.070-1.650, all 18 ahead, 52-82% -> 65-90% of a copy; H100
+//     (…8835) 1.011-1.264 where nvec is not a power of two (70-89% -> 88-91%),
+//     0.930-0.934 at 2,052 (256 vectors) and 0.984-0.992 at 4,097 (512). Still
+//     short of a copy: 80-90% at 2,052 to 16,383 columns, 65% at 1,100 (H200),
+//     88-91% (H100). fp32 rows keep the peeled kernels (74-89% on that H200,
+//     89-97% on that H100): not yet tried there.
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
@@ -2377,7 +2396,9 @@ cudaError_t launch_rows(const Launch<T>& l) {
     }
   }
   if constexpr (PEEL && N == 8) {  // many 16-bit rows off the vector boundary, past the L2
-    if (l.method == 0 && l.rows > kFewRows && nvec > 128 && nvec <= 2048 && moves_past_l2(l)) {
+    const bool power_of_two = (nvec & (nvec - 1)) == 0;  // the general kernels' slots full: see above
+    if (l.method == 0 && l.rows > kFewRows && nvec > 128 && nvec <= 2048 && (!power_of_two || fast_memory_per_sm()) &&
+        moves_past_l2(l)) {
       return launch_shaped<T, true>(l, nvec);
     }
   }
