@@ -59,6 +59,15 @@ def check_weight_and_bias_cases(ops, x, method, label, out_start=None, nan_row=N
                  f"{label}, weight {wt is not None}, bias {bt is not None}")
 
 
+def check_rows_past_the_l2(ops, cols, dtype, method):
+    """Rows of cols that move just more than the L2 holds (a partial last wave), one
+    of them holding a NaN, through check_weight_and_bias_cases."""
+    rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
+    x = spread_rows(rows, cols, dtype, method)
+    x[rows // 3, cols // 2] = float("nan")
+    check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}", nan_row=rows // 3)
+
+
 @pytest.mark.parametrize("method", STABLE)
 @pytest.mark.parametrize("offset", [0.0, 1e2, 1e3, 1e4])
 @pytest.mark.parametrize("cols", [1, 7, 128, 769, 4096, 65536])
@@ -196,10 +205,7 @@ def test_rows_moving_more_than_the_l2(ops, method, dtype):
     # they take the kernels above. Rows just past the L2 (a partial last wave), a
     # NaN row, weight and bias both, one, or none.
     for cols in (4096, 8192, 16384) if dtype == torch.float32 else (8192, 16384):
-        rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
-        x = spread_rows(rows, cols, dtype, method)
-        x[rows // 3, cols // 2] = float("nan")
-        check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}", nan_row=rows // 3)
+        check_rows_past_the_l2(ops, cols, dtype, method)
 
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
@@ -215,11 +221,7 @@ def test_rows_between_the_powers_of_two_past_the_l2(ops, method, dtype):
     lengths = (129, 192, 384, 447, 640, 1250, 1792, 2047) if vec == 8 else (129, 192, 384, 500, 513, 640,
                                                                               1250, 2500, 3584, 4095)
     for nvec in lengths:
-        cols = nvec * vec
-        rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
-        x = spread_rows(rows, cols, dtype, method)
-        x[rows // 3, cols // 2] = float("nan")
-        check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}", nan_row=rows // 3)
+        check_rows_past_the_l2(ops, nvec * vec, dtype, method)
 
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
@@ -235,10 +237,7 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     lengths = ((1025, 1100, 3001, 3100, 7169, 12289, 16383, 16385) if vec == 8 else
                (1025, 1537, 1541, 4097, 8191, 12289, 16383, 16387))
     for cols in lengths:
-        rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
-        x = spread_rows(rows, cols, dtype, method)
-        x[rows // 3, cols // 2] = float("nan")
-        check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}", nan_row=rows // 3)
+        check_rows_past_the_l2(ops, cols, dtype, method)
     cols = 512 * vec
     rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
     x = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[1:].view(rows, cols)

@@ -84,8 +84,8 @@
 //     where it does not fill them (launch_shaped; Welford only). Many 16-bit rows
 //     off the vector boundary past the L2 (a length not a multiple of 8) take,
 //     for Welford, a kernel that shifts weight and bias into shared memory for
-//     each of the 8 row offsets (layernorm_shifted_wb_kernel): 80-91% of a copy,
-//     against 52-89% for the peeled kernels.
+//     each of the 8 row offsets (layernorm_shifted_wb_kernel): 65-91% of a copy,
+//     against 52-89% for the peeled kernels (launch_rows has the numbers).
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
 //   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
@@ -1331,7 +1331,9 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
     P* yv = reinterpret_cast<P*>(yr + s.head) + tid;
 #pragma unroll
     for (int k = 0; k < VPT; ++k)
-      if (tid + k * THREADS < nb) store_vec(yv + k * THREADS, normalize_pack<T>(v[k], n, wv[k * THREADS], bv[k * THREADS]));
+      if (tid + k * THREADS < nb) {
+        store_vec(yv + k * THREADS, normalize_pack<T>(v[k], n, wv[k * THREADS], bv[k * THREADS]));
+      }
     if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, n);
   }
 }
@@ -1823,6 +1825,9 @@ cudaError_t launch_affine(const Launch<T>& l) {
   });
 }
 
+template <typename T, int THREADS, int VPT>
+cudaError_t launch_shifted_wb(const Launch<T>& l);
+
 // The block kernel of affine_row shaped to a row of nvec vectors, for lengths the
 // table in launch_rows does not name (129 to 2,047 16-bit vectors, 4,095 fp32, not
 // a power of two): THREADS a power of two from 64, the fewest that hold the row in
@@ -1833,9 +1838,6 @@ cudaError_t launch_affine(const Launch<T>& l) {
 // 768 threads an SM, 80 registers: at 64, 6 and 7 spilled, and bf16 8 spilled
 // at 80). Welford's kernels only: methods 1 and 2, the notebook's comparisons,
 // keep the general kernels at these lengths. Numbers at launch_rows.
-template <typename T, int THREADS, int VPT>
-cudaError_t launch_shifted_wb(const Launch<T>& l);
-
 // SHIFTED: rows whose length is not a multiple of the vector, nvec = cols / N
 // (layernorm_shifted_wb_kernel), rather than aligned rows.
 template <typename T, int THREADS, int VPT, int MAX_VPT, bool SHIFTED>
@@ -1868,8 +1870,8 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
 // Dynamic shared memory for layernorm_shifted_wb_kernel: weight and bias, each of
 // cols rounded up to the vector. Its grid: the blocks that fit at once, rounded
 // down to a multiple of N (one block a row class at least), no more than the rows
-// need. The attribute and the occupancy are asked each launch (a few microseconds
-// of host time; the kernel runs for tens).
+// need. The attribute and the occupancy are asked at each launch: this path only
+// takes launches that move more than the L2.
 template <typename T, int THREADS, int VPT>
 cudaError_t launch_shifted_wb(const Launch<T>& l) {
   constexpr int N = 16 / sizeof(T);
