@@ -126,7 +126,7 @@
 //                the shaped kernels (launch_shaped), the H200 had measured 83.3-101.8% there,
 //                under 95% at 23 of the 48. Lengths not a multiple of the vector (1,100 to
 //                16,383 columns, 256 MiB, code 8427e46) stay short of a copy: 16-bit 65-90%
-//                on an H200, 88-91% on an H100; fp32 74-89% and 89-97% (notes at launch_rows).
+//                on an H200, 88-95% on an H100; fp32 74-89% and 89-97% (notes at launch_rows).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
