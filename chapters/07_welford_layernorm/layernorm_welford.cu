@@ -2074,8 +2074,11 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     (…8835) 1.011-1.264 where nvec is not a power of two (70-89% -> 88-91%),
 //     0.930-0.934 at 2,052 (256 vectors) and 0.984-0.992 at 4,097 (512). Still
 //     short of a copy: 80-90% at 2,052 to 16,383 columns, 65% at 1,100 (H200),
-//     88-91% (H100). fp32 rows keep the peeled kernels (74-89% on that H200,
-//     89-97% on that H100): not yet tried there.
+//     88-91% (H100). Not the persistent grid: R rows of a class a block instead
+//     (H200 …2252, 20 rounds, 1,100 / 4,097 / 10,001 / 16,383 halves) took 0.85-
+//     0.95 of its speed at R = 2, 0.91-0.98 at 8 (but 1.016-1.027 at 1,100), 0.70-
+//     0.92 at 32. fp32 rows keep the peeled kernels (74-89% on that H200, 89-97%
+//     on that H100): a first shifted fp32 kernel measured 0.92-1.23 of their speed.
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
