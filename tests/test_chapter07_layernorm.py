@@ -231,14 +231,15 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     # a 16-byte boundary (a length not a multiple of 8, or x and out views one
     # element in) take, for Welford, layernorm_shifted_wb_kernel: blocks per row
     # class, weight and bias shifted into shared memory (on an H100 not at a power
-    # of two vectors; fp32 rows and the other methods, the peeled general kernels).
-    # Lengths at each block size; a NaN row; weight and bias both, one, or none.
+    # of two vectors; 1,025 halves, 128 vectors, fp32 rows and the other methods,
+    # the peeled general kernels). Lengths at each block size; a NaN row; weight
+    # and bias both, one, or none; the views at 500 vectors, shifted on every GPU.
     vec = 16 // dtype.itemsize
     lengths = ((1025, 1100, 3001, 3100, 7169, 12289, 16383, 16385) if vec == 8 else
                (1025, 1537, 1541, 4097, 8191, 12289, 16383, 16387))
     for cols in lengths:
         check_rows_past_the_l2(ops, cols, dtype, method)
-    cols = 512 * vec
+    cols = 500 * vec
     rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
     x = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[1:].view(rows, cols)
     x.copy_(spread_rows(rows, cols, dtype, method))
