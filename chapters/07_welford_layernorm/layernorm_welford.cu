@@ -355,6 +355,27 @@ __device__ __forceinline__ P load_vec_keep_in_l2(const P* src) {
   return r;
 }
 
+// The fp32 vector that starts H elements into the pair (lo, hi) of consecutive
+// vectors, 0 < H < 4. H is a compile-time constant (with_head): register moves.
+template <int H>
+__device__ __forceinline__ Pack<float, 4> funnel_pack(const Pack<float, 4>& lo, const Pack<float, 4>& hi) {
+  static_assert(H > 0 && H < 4, "a shift inside one vector");
+  Pack<float, 4> out;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) out.w[j] = j + H < 4 ? lo.w[j + H] : hi.w[j + H - 4];
+  return out;
+}
+
+// Calls f with head (0 <= head < N, the same in the whole block) as a
+// compile-time constant: a chain of uniform branches.
+template <int N, int H = 0, typename F>
+__device__ __forceinline__ void with_head(int head, F&& f) {
+  if constexpr (H + 1 < N) {
+    if (head != H) return with_head<N, H + 1>(head, f);
+  }
+  f(std::integral_constant<int, H>{});
+}
+
 // ---- statistics ---------------------------------------------------------------
 
 struct Stats {
@@ -1338,6 +1359,83 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
   }
 }
 
+// fp32 weight or bias for body vector k of a row whose body starts H elements
+// past a boundary (c = 4k): the vector H elements into p's vectors k and k + 1,
+// both loaded in program order (as kInOrder). Vector k + 1 is loaded whole only
+// where it lies inside the row; past the end its elements read as 0 (none of
+// them is used). p absent: `fill` (1 or 0).
+template <int H>
+__device__ __forceinline__ Pack<float, 4> shifted_affine(const float* __restrict__ p, int64_t c, int64_t cols,
+                                                         float fill) {
+  using P = Pack<float, 4>;
+  if (p == nullptr) return constant_pack<float, 4>(fill);
+  const P lo = load_vec_in_order(reinterpret_cast<const P*>(p + c));
+  if constexpr (H == 0) {
+    return lo;
+  } else {
+    P hi;
+    if (c + 8 <= cols) {
+      hi = load_vec_in_order(reinterpret_cast<const P*>(p + c + 4));
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) hi.w[e] = c + 4 + e < cols ? p[c + 4 + e] : 0.0f;
+    }
+    return funnel_pack<H>(lo, hi);
+  }
+}
+
+// Many fp32 rows whose starts are not all on a 16-byte boundary (a length not a
+// multiple of 4, such as 4,097, or x a view off it), past the L2: one row a
+// block, as layernorm_affine_block_kernel, its body vectors in THREADS x VPT
+// slots, head and tail elements (at most 6) one to a thread. Body vector k lies
+// `head` elements into weight's and bias's vectors k and k + 1: both are loaded
+// and the vector is moved out of the pair (shifted_affine), with the head a
+// compile-time constant (with_head). x with its L2 policy; weight and bias 16-byte
+// aligned or absent; 1,024 threads an SM (64 registers, no spill). Welford's
+// statistics only (launch_funnel_wb). 16-bit rows keep layernorm_shifted_wb_kernel:
+// in this form (a funnel shift for odd heads) they were slower. Numbers at
+// launch_rows.
+template <typename T, int THREADS, int VPT, int METHOD>
+__global__ void __launch_bounds__(THREADS, 1024 / THREADS)
+layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                           T* __restrict__ y, int64_t cols, float inv_cols, float eps) {
+  static_assert(std::is_same_v<T, float>, "16-bit rows: layernorm_shifted_wb_kernel");
+  constexpr int N = 4;
+  constexpr int kWarps = THREADS / 32;
+  using P = Pack<T, N>;
+  __shared__ float slots[2][3][kWarps];
+  BlockReduce<kWarps> red{slots, 0};
+  const int tid = threadIdx.x;
+  const T* xr = x + static_cast<int64_t>(blockIdx.x) * cols;
+  const RowSplit s = split_row<T, N, true>(xr, cols);
+  const int nb = static_cast<int>(s.body);
+  const P* xv = reinterpret_cast<const P*>(xr + s.head) + tid;
+  P v[VPT];
+#pragma unroll
+  for (int k = 0; k < VPT; ++k)
+    if (tid + k * THREADS < nb) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
+  const bool has_edge = tid < s.head + s.tail;
+  const float edge = has_edge ? to_float(xr[s.edge_index(tid, N)]) : 0.0f;
+  const int nk = tid < nb ? min(VPT, (nb - tid + THREADS - 1) / THREADS) : 0;
+  const float shift = METHOD == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
+  const Norm n = row_stats(METHOD, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, false,
+                           red);
+  T* yr = y + static_cast<int64_t>(blockIdx.x) * cols;
+  P* yv = reinterpret_cast<P*>(yr + s.head) + tid;
+  with_head<N>(static_cast<int>(s.head), [&](auto head) {
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      if (tid + k * THREADS < nb) {
+        const int64_t c = static_cast<int64_t>(tid + k * THREADS) * N;
+        const P w = shifted_affine<decltype(head)::value>(weight, c, cols, 1.0f);
+        const P b = shifted_affine<decltype(head)::value>(bias, c, cols, 0.0f);
+        store_vec_in_order(yv + k * THREADS, normalize_pack<T>(v[k], n, w, b));
+      }
+    }
+  });
+  if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, n);
+}
+
 // Register budget of the block path: 64 registers a thread (two 512-thread
 // blocks, or more smaller ones, per SM); 128 for the scalar path's 32-element
 // slices, which would spill in 64. Asking for this occupancy also keeps ptxas
@@ -1827,6 +1925,8 @@ cudaError_t launch_affine(const Launch<T>& l) {
 
 template <typename T, int THREADS, int VPT>
 cudaError_t launch_shifted_wb(const Launch<T>& l);
+template <typename T, int THREADS, int VPT>
+cudaError_t launch_funnel_wb(const Launch<T>& l);
 
 // The block kernel of affine_row shaped to a row of nvec vectors, for lengths the
 // table in launch_rows does not name (129 to 2,047 16-bit vectors, 4,095 fp32, not
@@ -1839,7 +1939,8 @@ cudaError_t launch_shifted_wb(const Launch<T>& l);
 // at 80). Welford's kernels only: methods 1 and 2, the notebook's comparisons,
 // keep the general kernels at these lengths. Numbers at launch_rows.
 // SHIFTED: rows whose length is not a multiple of the vector, nvec = cols / N
-// (layernorm_shifted_wb_kernel), rather than aligned rows.
+// (16-bit: layernorm_shifted_wb_kernel; fp32: layernorm_funnel_wb_kernel),
+// rather than aligned rows.
 template <typename T, int THREADS, int VPT, int MAX_VPT, bool SHIFTED>
 cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   constexpr WbLoad WB = sizeof(T) == 4 ? WbLoad::kLate : WbLoad::kInOrder;
@@ -1847,8 +1948,10 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   if constexpr (VPT < MAX_VPT) {
     if (nvec > kSlots) return launch_shaped_block<T, THREADS, VPT + 1, MAX_VPT, SHIFTED>(l, nvec);
   }
-  if constexpr (SHIFTED) {
+  if constexpr (SHIFTED && sizeof(T) == 2) {
     return launch_shifted_wb<T, THREADS, VPT>(l);
+  } else if constexpr (SHIFTED) {
+    return launch_funnel_wb<T, THREADS, VPT>(l);
   } else {
     if constexpr ((kSlots & (kSlots - 1)) != 0) {  // (a power of two never comes here)
       if (nvec == kSlots) return launch_affine<T, THREADS, VPT, WB, 1, true, false, true>(l);
@@ -1890,6 +1993,16 @@ cudaError_t launch_shifted_wb(const Launch<T>& l) {
     blocks = (blocks < 1 ? 1 : blocks < classes ? blocks : classes) * N;
     kernel<<<static_cast<unsigned>(blocks), THREADS, static_cast<size_t>(bytes), l.stream>>>(
         l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps);
+    return cudaGetLastError();
+  });
+}
+
+template <typename T, int THREADS, int VPT>
+cudaError_t launch_funnel_wb(const Launch<T>& l) {
+  return with_method<true>(l.method, [&](auto m) {
+    layernorm_funnel_wb_kernel<T, THREADS, VPT, decltype(m)::value>
+        <<<static_cast<unsigned>(l.rows), THREADS, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.cols, l.inv_cols,
+                                                                  l.eps);
     return cudaGetLastError();
   });
 }
@@ -2404,6 +2517,13 @@ cudaError_t launch_rows(const Launch<T>& l) {
     const bool power_of_two = (nvec & (nvec - 1)) == 0;  // the general kernels' slots full: see above
     if (l.method == 0 && l.rows > kFewRows && nvec > 128 && nvec <= 2048 && (!power_of_two || fast_memory_per_sm()) &&
         moves_past_l2(l)) {
+      return launch_shaped<T, true>(l, nvec);
+    }
+  }
+  if constexpr (PEEL && N == 4) {  // many fp32 rows off the vector boundary, past the L2
+    const bool power_of_two = (nvec & (nvec - 1)) == 0;  // as for 16-bit rows
+    if (l.method == 0 && l.rows > kFewRows && l.rows <= kMaxAffineRows && l.wb_vec && nvec > 128 && nvec <= 4096 &&
+        (!power_of_two || fast_memory_per_sm()) && moves_past_l2(l)) {
       return launch_shaped<T, true>(l, nvec);
     }
   }
