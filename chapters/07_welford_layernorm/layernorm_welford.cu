@@ -85,7 +85,10 @@
 //     off the vector boundary past the L2 (a length not a multiple of 8) take,
 //     for Welford, a kernel that shifts weight and bias into shared memory for
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 65-91% of a copy,
-//     against 52-89% for the peeled kernels (launch_rows has the numbers).
+//     against 52-89% for the peeled kernels; fp32 rows (a length not a multiple
+//     of 4) take one row a block with each vector's weight and bias moved out of
+//     two aligned vectors (layernorm_funnel_wb_kernel): 84-98%, against 72-98%
+//     (launch_rows has the numbers).
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
 //   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
@@ -126,7 +129,8 @@
 //                the shaped kernels (launch_shaped), the H200 had measured 83.3-101.8% there,
 //                under 95% at 23 of the 48. Lengths not a multiple of the vector (1,100 to
 //                16,383 columns, 256 MiB, code 8427e46) stay short of a copy: 16-bit 65-90%
-//                on an H200, 88-95% on an H100; fp32 74-89% and 89-97% (notes at launch_rows).
+//                on an H200, 88-95% on an H100; fp32 (code 17c52a4) 84-96% and 94-98%
+//                (notes at launch_rows).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
@@ -2190,8 +2194,26 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     88-91% (H100). Not the persistent grid: R rows of a class a block instead
 //     (H200 …2252, 20 rounds, 1,100 / 4,097 / 10,001 / 16,383 halves) took 0.85-
 //     0.95 of its speed at R = 2, 0.91-0.98 at 8 (but 1.016-1.027 at 1,100), 0.70-
-//     0.92 at 32. fp32 rows keep the peeled kernels (74-89% on that H200, 89-97%
-//     on that H100): a first shifted fp32 kernel measured 0.92-1.23 of their speed.
+//     0.92 at 32. A register prefetch of the class's next row (two rows a thread,
+//     fewer blocks per SM) took 0.74-1.02 of its speed (H200 …4722, 1,102 to
+//     16,383 halves); one row a block with weight and bias funnel-shifted out of
+//     two aligned vectors (fp32's kernel, next) 0.68-1.00 (…9787), 0.76-0.93 with
+//     the head a run-time value (…5351).
+//   Many fp32 rows off the vector boundary that move more than the L2, of 129 to
+//     4,096 vectors, for Welford, weight and bias 16-byte aligned: one row a
+//     block (layernorm_funnel_wb_kernel, shaped as launch_shaped), each body
+//     vector's weight and bias taken from two aligned vectors, where the peeled
+//     kernels below read them an element at a time. On an H100 not where nvec is
+//     a power of two (as for 16-bit rows: 4,097 floats, 1,024 vectors, measured
+//     0.986 [0.982, 0.996] of the peeled kernels' speed there). 256 MiB, 20 paired
+//     rounds, 10 lengths from 1,102 to 16,383 columns (code 17c52a4), the peeled
+//     kernels' time over this one's: H200 (…4010) 1.014-1.300, 9 ahead, a tie at
+//     2,050, 72-94% -> 84-96% of a copy; H100 (…1065) 1.000-1.098 at the 9 lengths
+//     it takes, 7 ahead, ties at 1,537 and 2,050, 89-98% -> 94-98%. Still short
+//     of 95% on the H200 at every length but 2,050 (94.3-94.9% at 1,537, 3,001
+//     and 6,001; 84-92% at 1,102, 4,097 and 8,191 to 16,383), on the H100 at
+//     16,383 (93.6%). A first fp32 form of the shared-memory kernel above
+//     measured 0.92-1.23 of the peeled kernels' speed.
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
