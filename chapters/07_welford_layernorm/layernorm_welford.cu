@@ -1329,26 +1329,28 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
   const int64_t step = static_cast<int64_t>(gridDim.x / N) * N;
   const int64_t first = blockIdx.x % N + static_cast<int64_t>(blockIdx.x / N) * N;
   if (first >= rows) return;  // the whole block: no barrier is missed
-  const int64_t head = split_row<T, N, true>(x + first * cols, cols).head;  // the class's
-  for (int64_t i = tid; i < cols - head; i += THREADS) {
-    sw[i] = weight ? weight[head + i] : from_float<T>(1.0f);
-    sb[i] = bias ? bias[head + i] : from_float<T>(0.0f);
+  // Rows r and r + N start at the same offset from a boundary, so the class's
+  // split, and with it the thread's slots and edge, hold for each of its rows.
+  const RowSplit s = split_row<T, N, true>(x + first * cols, cols);
+  const int nb = static_cast<int>(s.body);
+  const int nk = tid < nb ? min(VPT, (nb - tid + THREADS - 1) / THREADS) : 0;  // slots in the row
+  const bool has_edge = tid < s.head + s.tail;
+  const int edge_at = has_edge ? static_cast<int>(s.edge_index(tid, N)) : 0;
+  for (int64_t i = tid; i < cols - s.head; i += THREADS) {
+    sw[i] = weight ? weight[s.head + i] : from_float<T>(1.0f);
+    sb[i] = bias ? bias[s.head + i] : from_float<T>(0.0f);
   }
   __syncthreads();
   const P* const wv = reinterpret_cast<const P*>(sw) + tid;
   const P* const bv = reinterpret_cast<const P*>(sb) + tid;
   for (int64_t row = first; row < rows; row += step) {
     const T* xr = x + row * cols;
-    const RowSplit s = split_row<T, N, true>(xr, cols);
-    const int nb = static_cast<int>(s.body);
     const P* xv = reinterpret_cast<const P*>(xr + s.head) + tid;
     P v[VPT];
 #pragma unroll
     for (int k = 0; k < VPT; ++k)
-      if (tid + k * THREADS < nb) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
-    const bool has_edge = tid < s.head + s.tail;
-    const float edge = has_edge ? to_float(xr[s.edge_index(tid, N)]) : 0.0f;
-    const int nk = tid < nb ? min(VPT, (nb - tid + THREADS - 1) / THREADS) : 0;
+      if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
+    const float edge = has_edge ? to_float(xr[edge_at]) : 0.0f;
     const float shift = METHOD == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
     const Norm n = row_stats(METHOD, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps,
                              false, red);
@@ -1356,10 +1358,8 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
     P* yv = reinterpret_cast<P*>(yr + s.head) + tid;
 #pragma unroll
     for (int k = 0; k < VPT; ++k)
-      if (tid + k * THREADS < nb) {
-        store_vec(yv + k * THREADS, normalize_pack<T>(v[k], n, wv[k * THREADS], bv[k * THREADS]));
-      }
-    if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, n);
+      if (k < nk) store_vec(yv + k * THREADS, normalize_pack<T>(v[k], n, wv[k * THREADS], bv[k * THREADS]));
+    if (has_edge) store_edge(yr, weight, bias, edge_at, edge, n);
   }
 }
 
@@ -1414,13 +1414,13 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   const RowSplit s = split_row<T, N, true>(xr, cols);
   const int nb = static_cast<int>(s.body);
   const P* xv = reinterpret_cast<const P*>(xr + s.head) + tid;
+  const int nk = tid < nb ? min(VPT, (nb - tid + THREADS - 1) / THREADS) : 0;  // slots in the row
   P v[VPT];
 #pragma unroll
   for (int k = 0; k < VPT; ++k)
-    if (tid + k * THREADS < nb) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
+    if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
   const bool has_edge = tid < s.head + s.tail;
   const float edge = has_edge ? to_float(xr[s.edge_index(tid, N)]) : 0.0f;
-  const int nk = tid < nb ? min(VPT, (nb - tid + THREADS - 1) / THREADS) : 0;
   const float shift = METHOD == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
   const Norm n = row_stats(METHOD, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, false,
                            red);
@@ -1429,7 +1429,7 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
-      if (tid + k * THREADS < nb) {
+      if (k < nk) {
         const int64_t c = static_cast<int64_t>(tid + k * THREADS) * N;
         const P w = shifted_affine<decltype(head)::value>(weight, c, cols, 1.0f);
         const P b = shifted_affine<decltype(head)::value>(bias, c, cols, 0.0f);
