@@ -84,7 +84,7 @@
 //     where it does not fill them (launch_shaped; Welford only). Many 16-bit rows
 //     off the vector boundary past the L2 (a length not a multiple of 8) take,
 //     for Welford, a kernel that shifts weight and bias into shared memory for
-//     each of the 8 row offsets (layernorm_shifted_wb_kernel): 65-91% of a copy,
+//     each of the 8 row offsets (layernorm_shifted_wb_kernel): 70-94% of a copy,
 //     against 52-89% for the peeled kernels; fp32 rows (a length not a multiple
 //     of 4) take one row a block with each vector's weight and bias moved out of
 //     two aligned vectors (layernorm_funnel_wb_kernel): 84-98%, against 72-98%
@@ -128,8 +128,8 @@
 //                (copy ~2,838-2,884 GB/s), H200 96.1-101.3% (copy ~3,922-3,999 GB/s); before
 //                the shaped kernels (launch_shaped), the H200 had measured 83.3-101.8% there,
 //                under 95% at 23 of the 48. Lengths not a multiple of the vector (1,100 to
-//                16,383 columns, 256 MiB, code 8427e46) stay short of a copy: 16-bit 65-90%
-//                on an H200, 88-95% on an H100; fp32 (code 17c52a4) 84-96% and 94-98%
+//                16,383 columns, 256 MiB) stay short of a copy: 16-bit (code 946382b) 70-91%
+//                on an H200, 89-94% on an H100; fp32 (code 17c52a4) 84-96% and 94-98%
 //                (notes at launch_rows).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
@@ -2196,9 +2196,19 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     0.95 of its speed at R = 2, 0.91-0.98 at 8 (but 1.016-1.027 at 1,100), 0.70-
 //     0.92 at 32. A register prefetch of the class's next row (two rows a thread,
 //     fewer blocks per SM) took 0.74-1.02 of its speed (H200 …4722, 1,102 to
-//     16,383 halves); one row a block with weight and bias funnel-shifted out of
-//     two aligned vectors (fp32's kernel, next) 0.68-1.00 (…9787), 0.76-0.93 with
-//     the head a run-time value (…5351).
+//     16,383 halves); the next row copied into shared memory (cp.async) while
+//     this one is written, 0.94-1.02 (…4010); one row a block with weight and
+//     bias funnel-shifted out of two aligned vectors (fp32's kernel, next) 0.68-
+//     1.00 (…9787), 0.76-0.93 with the head a run-time value (…5351). Taking the class's split, the thread's
+//     slot count and edge once before its rows, and testing slots by count
+//     (946382b; 1,102, 2,050, 4,097, 6,001, 10,001 and 16,383 halves, 20 rounds,
+//     the time before over after): H200 (…7078) 1.011-1.075, 8 ahead and 4 ties,
+//     65-89% -> 70-91% of a copy; H100 (…2601) 0.995-1.018, ahead at 1,102, ties
+//     elsewhere, 89-94%. At 1,102 halves on an H200 (ncu, one launch each, the
+//     same DRAM bytes) time follows instruction count: aligned rows of 1,104 51 M
+//     instructions, 71 us; the funnel form with no edges and no weight shift
+//     66 M, 89 us; with both 92 M, 134 us: fewer instructions a row is the lead
+//     left to follow.
 //   Many fp32 rows off the vector boundary that move more than the L2, of 129 to
 //     4,096 vectors, for Welford, weight and bias 16-byte aligned: one row a
 //     block (layernorm_funnel_wb_kernel, shaped as launch_shaped), each body
