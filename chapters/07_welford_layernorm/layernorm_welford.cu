@@ -1309,34 +1309,45 @@ layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ wei
 // weight and bias are vector k there, two 16-byte loads as in the aligned kernels.
 // Persistent: the grid is the blocks that fit at once, a multiple of N, each
 // looping over its class's rows. A row's nb body vectors in THREADS x VPT slots;
-// head and tail elements (at most 2 x (N - 1)) one to a thread. x with its L2
-// policy; weight and bias absent read as 1 and 0. Welford's statistics only
-// (launch_shifted_wb). Numbers at launch_rows.
-template <typename T, int THREADS, int VPT, int METHOD>
+// head and tail elements (at most 2 x (N - 1)) one to a thread. WARP_ROWS (rows
+// of at most 256 vectors): a warp a row instead, 32 x VPT slots, so that a row's
+// statistics take shuffles only, no barrier; the block's warps take consecutive
+// rows of its class. x with its L2 policy; weight and bias absent read as 1 and
+// 0. Welford's statistics only (launch_shifted_wb). Numbers at launch_rows.
+template <typename T, int THREADS, int VPT, int METHOD, bool WARP_ROWS = false>
 __global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>))
 layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                             T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps) {
   constexpr int N = 16 / sizeof(T);
   constexpr int kWarps = THREADS / 32;
+  constexpr int kLanes = WARP_ROWS ? 32 : THREADS;  // threads a row
+  constexpr int kRowsAtOnce = THREADS / kLanes;     // rows the block holds at once
   using P = Pack<T, N>;
   extern __shared__ uint4 shifted_wb[];  // weight, then bias, each of padded elements
   const int64_t padded = (cols + N - 1) / N * N;
   T* const sw = reinterpret_cast<T*>(shifted_wb);
   T* const sb = sw + padded;
   __shared__ float slots[2][3][kWarps];
-  BlockReduce<kWarps> red{slots, 0};
-  const int tid = threadIdx.x;
-  const int64_t step = static_cast<int64_t>(gridDim.x / N) * N;
-  const int64_t first = blockIdx.x % N + static_cast<int64_t>(blockIdx.x / N) * N;
-  if (first >= rows) return;  // the whole block: no barrier is missed
+  const auto reducer = [&] {
+    if constexpr (WARP_ROWS) return GroupReduce<32>{};
+    else return BlockReduce<kWarps>{slots, 0};
+  };
+  auto red = reducer();
+  const int tid = threadIdx.x % kLanes;
+  // Block b holds rows of class b mod N; its kRowsAtOnce groups of lanes take
+  // consecutive rows of the class, and step over the other blocks' of that class.
+  const int64_t step = static_cast<int64_t>(gridDim.x / N) * kRowsAtOnce * N;
+  const int64_t block_first = blockIdx.x % N + static_cast<int64_t>(blockIdx.x / N) * kRowsAtOnce * N;
+  if (block_first >= rows) return;  // the whole block: no barrier is missed
+  const int64_t first = block_first + static_cast<int64_t>(threadIdx.x / kLanes) * N;
   // Rows r and r + N start at the same offset from a boundary, so the class's
   // split, and with it the thread's slots and edge, hold for each of its rows.
-  const RowSplit s = split_row<T, N, true>(x + first * cols, cols);
+  const RowSplit s = split_row<T, N, true>(x + block_first * cols, cols);
   const int nb = static_cast<int>(s.body);
-  const int nk = tid < nb ? min(VPT, (nb - tid + THREADS - 1) / THREADS) : 0;  // slots in the row
+  const int nk = tid < nb ? min(VPT, (nb - tid + kLanes - 1) / kLanes) : 0;  // slots in the row
   const bool has_edge = tid < s.head + s.tail;
   const int edge_at = has_edge ? static_cast<int>(s.edge_index(tid, N)) : 0;
-  for (int64_t i = tid; i < cols - s.head; i += THREADS) {
+  for (int64_t i = threadIdx.x; i < cols - s.head; i += THREADS) {
     sw[i] = weight ? weight[s.head + i] : from_float<T>(1.0f);
     sb[i] = bias ? bias[s.head + i] : from_float<T>(0.0f);
   }
@@ -1349,7 +1360,7 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
     P v[VPT];
 #pragma unroll
     for (int k = 0; k < VPT; ++k)
-      if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
+      if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * kLanes);
     const float edge = has_edge ? to_float(xr[edge_at]) : 0.0f;
     const float shift = METHOD == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
     const Norm n = row_stats(METHOD, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps,
@@ -1358,7 +1369,7 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
     P* yv = reinterpret_cast<P*>(yr + s.head) + tid;
 #pragma unroll
     for (int k = 0; k < VPT; ++k)
-      if (k < nk) store_vec(yv + k * THREADS, normalize_pack<T>(v[k], n, wv[k * THREADS], bv[k * THREADS]));
+      if (k < nk) store_vec(yv + k * kLanes, normalize_pack<T>(v[k], n, wv[k * kLanes], bv[k * kLanes]));
     if (has_edge) store_edge(yr, weight, bias, edge_at, edge, n);
   }
 }
@@ -1927,7 +1938,7 @@ cudaError_t launch_affine(const Launch<T>& l) {
   });
 }
 
-template <typename T, int THREADS, int VPT>
+template <typename T, int THREADS, int VPT, bool WARP_ROWS = false>
 cudaError_t launch_shifted_wb(const Launch<T>& l);
 template <typename T, int THREADS, int VPT>
 cudaError_t launch_funnel_wb(const Launch<T>& l);
@@ -1967,6 +1978,12 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
 template <typename T, bool SHIFTED = false>
 cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
   constexpr int kMax = sizeof(T) == 4 ? 8 : 7;  // vectors a thread from 128 threads
+  if constexpr (SHIFTED && sizeof(T) == 2) {  // a warp a row, four rows a block (see WARP_ROWS)
+    if (nvec <= 160) return launch_shifted_wb<T, 128, 5, true>(l);
+    if (nvec <= 192) return launch_shifted_wb<T, 128, 6, true>(l);
+    if (nvec <= 224) return launch_shifted_wb<T, 128, 7, true>(l);
+    if (nvec <= 256) return launch_shifted_wb<T, 128, 8, true>(l);
+  }
   if (nvec <= 64 * 6) return launch_shaped_block<T, 64, 3, 6, SHIFTED>(l, nvec);  // nvec > 128
   if (nvec <= 128 * kMax) return launch_shaped_block<T, 128, 4, kMax, SHIFTED>(l, nvec);
   if (nvec <= 256 * kMax) return launch_shaped_block<T, 256, 128 * kMax / 256 + 1, kMax, SHIFTED>(l, nvec);
@@ -1979,12 +1996,13 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
 // down to a multiple of N (one block a row class at least), no more than the rows
 // need. The attribute and the occupancy are asked at each launch: this path only
 // takes launches that move more than the L2.
-template <typename T, int THREADS, int VPT>
+template <typename T, int THREADS, int VPT, bool WARP_ROWS>
 cudaError_t launch_shifted_wb(const Launch<T>& l) {
   constexpr int N = 16 / sizeof(T);
+  constexpr int kRowsAtOnce = WARP_ROWS ? THREADS / 32 : 1;
   const int64_t bytes = 2 * ((l.cols + N - 1) / N * N) * static_cast<int64_t>(sizeof(T));
   return with_method<true>(l.method, [&](auto m) {
-    const auto kernel = layernorm_shifted_wb_kernel<T, THREADS, VPT, decltype(m)::value>;
+    const auto kernel = layernorm_shifted_wb_kernel<T, THREADS, VPT, decltype(m)::value, WARP_ROWS>;
     int per_sm = 0;
     cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(bytes));
@@ -1992,7 +2010,7 @@ cudaError_t launch_shifted_wb(const Launch<T>& l) {
       err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, static_cast<size_t>(bytes));
     }
     if (err != cudaSuccess) return err;
-    const int64_t classes = (l.rows + N - 1) / N;  // blocks one class could use
+    const int64_t classes = (l.rows + N * kRowsAtOnce - 1) / (N * kRowsAtOnce);  // blocks one class could use
     int64_t blocks = static_cast<int64_t>(sm_count()) * per_sm / N;
     blocks = (blocks < 1 ? 1 : blocks < classes ? blocks : classes) * N;
     kernel<<<static_cast<unsigned>(blocks), THREADS, static_cast<size_t>(bytes), l.stream>>>(
