@@ -84,7 +84,7 @@
 //     where it does not fill them (launch_shaped; Welford only). Many 16-bit rows
 //     off the vector boundary past the L2 (a length not a multiple of 8) take,
 //     for Welford, a kernel that shifts weight and bias into shared memory for
-//     each of the 8 row offsets (layernorm_shifted_wb_kernel): 70-94% of a copy,
+//     each of the 8 row offsets (layernorm_shifted_wb_kernel): 85-94% of a copy,
 //     against 52-89% for the peeled kernels; fp32 rows (a length not a multiple
 //     of 4) take one row a block with each vector's weight and bias moved out of
 //     two aligned vectors (layernorm_funnel_wb_kernel): 84-98%, against 72-98%
@@ -128,7 +128,7 @@
 //                (copy ~2,838-2,884 GB/s), H200 96.1-101.3% (copy ~3,922-3,999 GB/s); before
 //                the shaped kernels (launch_shaped), the H200 had measured 83.3-101.8% there,
 //                under 95% at 23 of the 48. Lengths not a multiple of the vector (1,100 to
-//                16,383 columns, 256 MiB) stay short of a copy: 16-bit (code 946382b) 70-91%
+//                16,383 columns, 256 MiB) stay short of a copy: 16-bit (code 14eae52) 85-90%
 //                on an H200, 89-94% on an H100; fp32 (code 17c52a4) 84-96% and 94-98%
 //                (notes at launch_rows).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
@@ -2226,7 +2226,14 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     same DRAM bytes) time follows instruction count: aligned rows of 1,104 51 M
 //     instructions, 71 us; the funnel form with no edges and no weight shift
 //     66 M, 89 us; with both 92 M, 134 us: fewer instructions a row is the lead
-//     left to follow.
+//     left to follow. Rows of at most 256 vectors a warp each (WARP_ROWS, 14eae52;
+//     1,033, 1,102, 1,537, 1,801, 2,047 and 2,050 halves, 20 rounds, the block
+//     form's time over it): H200 (…7307) 1.246-1.287 at 1,033 and 1,102 (67-70%
+//     -> 87-88% of a copy), 1.005-1.016 at the others (2 ahead, 6 ties); H100
+//     (…1879) 0.998-1.028 at the five it takes (5 ahead, 5 ties; it keeps the
+//     peeled kernels at 2,050). At 4,097 and 16,383 halves, not taken, the same rounds tie (0.994-
+//     1.012). 16-bit rows off the boundary then measure 85-90% of a copy on that
+//     H200 and 89-94% on that H100 at 1,033 to 16,383 halves.
 //   Many fp32 rows off the vector boundary that move more than the L2, of 129 to
 //     4,096 vectors, for Welford, weight and bias 16-byte aligned: one row a
 //     block (layernorm_funnel_wb_kernel, shaped as launch_shaped), each body
