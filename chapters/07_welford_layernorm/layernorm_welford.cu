@@ -1984,7 +1984,8 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
     if (nvec <= 224) return launch_shifted_wb<T, 128, 7, true>(l);
     if (nvec <= 256) return launch_shifted_wb<T, 128, 8, true>(l);
   }
-  if (nvec <= 64 * 6) return launch_shaped_block<T, 64, 3, 6, SHIFTED>(l, nvec);  // nvec > 128
+  constexpr int kFirst64 = SHIFTED && sizeof(T) == 2 ? 5 : 3;  // nvec > 256 there, > 128 elsewhere
+  if (nvec <= 64 * 6) return launch_shaped_block<T, 64, kFirst64, 6, SHIFTED>(l, nvec);
   if (nvec <= 128 * kMax) return launch_shaped_block<T, 128, 4, kMax, SHIFTED>(l, nvec);
   if (nvec <= 256 * kMax) return launch_shaped_block<T, 256, 128 * kMax / 256 + 1, kMax, SHIFTED>(l, nvec);
   if constexpr (sizeof(T) == 2) return launch_shaped_block<T, 512, 4, 4, SHIFTED>(l, nvec);  // 1,793 to 2,048
@@ -2570,17 +2571,12 @@ cudaError_t launch_rows(const Launch<T>& l) {
       }
     }
   }
-  if constexpr (PEEL && N == 8) {  // many 16-bit rows off the vector boundary, past the L2
-    const bool power_of_two = (nvec & (nvec - 1)) == 0;  // the general kernels' slots full: see above
-    if (l.method == 0 && l.rows > kFewRows && nvec > 128 && nvec <= 2048 && (!power_of_two || fast_memory_per_sm()) &&
-        moves_past_l2(l)) {
-      return launch_shaped<T, true>(l, nvec);
-    }
-  }
-  if constexpr (PEEL && N == 4) {  // many fp32 rows off the vector boundary, past the L2
-    const bool power_of_two = (nvec & (nvec - 1)) == 0;  // as for 16-bit rows
-    if (l.method == 0 && l.rows > kFewRows && l.rows <= kMaxAffineRows && l.wb_vec && nvec > 128 && nvec <= 4096 &&
-        (!power_of_two || fast_memory_per_sm()) && moves_past_l2(l)) {
+  if constexpr (PEEL && N > 1) {  // many rows off the vector boundary, past the L2
+    // On an H100 not at a power of two (the general kernels' slots full: see
+    // above). fp32's kernel (a block a row) needs weight and bias aligned.
+    const bool power_of_two = (nvec & (nvec - 1)) == 0;
+    if (l.method == 0 && l.rows > kFewRows && l.rows <= kMaxAffineRows && (N == 8 || l.wb_vec) && nvec > 128 &&
+        nvec <= (N == 8 ? 2048 : 4096) && (!power_of_two || fast_memory_per_sm()) && moves_past_l2(l)) {
       return launch_shaped<T, true>(l, nvec);
     }
   }
