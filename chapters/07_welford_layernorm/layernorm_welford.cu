@@ -838,6 +838,28 @@ __device__ __forceinline__ RowSplit split_row(const T* xr, int64_t cols) {
   return {head, body, cols - head - body * N};
 }
 
+// Which of a row's body vectors a thread holds (rows off the vector boundary).
+// Slot k of thread t would be body vector t + k * THREADS; the body's first vector
+// then sits `lo` vectors into its 512-byte group, and every warp's 32 vectors
+// straddle two groups: five 128-byte lines for four lines' worth. Instead, the
+// slots are counted from the group's start, so that each warp but the first
+// reads and writes whole groups; the first lo threads, whose first slot would
+// lie before the body, take the slot one stride later instead. A thread's slots
+// are then body vectors first + k * THREADS (still a prefix of its slots, nk of
+// them), and THREADS x VPT slots still hold THREADS x VPT vectors. A row of one
+// warp (THREADS = 32) keeps t + k * 32: its one warp straddles two groups either way.
+struct SlotMap {
+  int first, nk;
+};
+
+template <int THREADS, int VPT, typename T>
+__device__ __forceinline__ SlotMap slot_map(const T* body, int tid, int nb) {
+  static_assert(THREADS % 32 == 0, "whole warps");
+  const int lo = THREADS == 32 ? 0 : static_cast<int>(reinterpret_cast<std::uintptr_t>(body) / 16 % 32);
+  const int first = (tid < lo ? tid + THREADS : tid) - lo;
+  return {first, first < nb ? min(VPT, (nb - first + THREADS - 1) / THREADS) : 0};
+}
+
 // ---- kernels ----------------------------------------------------------------------
 
 // Writes the peeled path's edge element c of the row (one per owning thread).
@@ -1344,7 +1366,6 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
   // split, and with it the thread's slots and edge, hold for each of its rows.
   const RowSplit s = split_row<T, N, true>(x + block_first * cols, cols);
   const int nb = static_cast<int>(s.body);
-  const int nk = tid < nb ? min(VPT, (nb - tid + kLanes - 1) / kLanes) : 0;  // slots in the row
   const bool has_edge = tid < s.head + s.tail;
   const int edge_at = has_edge ? static_cast<int>(s.edge_index(tid, N)) : 0;
   for (int64_t i = threadIdx.x; i < cols - s.head; i += THREADS) {
@@ -1352,24 +1373,25 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
     sb[i] = bias ? bias[s.head + i] : from_float<T>(0.0f);
   }
   __syncthreads();
-  const P* const wv = reinterpret_cast<const P*>(sw) + tid;
-  const P* const bv = reinterpret_cast<const P*>(sb) + tid;
   for (int64_t row = first; row < rows; row += step) {
     const T* xr = x + row * cols;
-    const P* xv = reinterpret_cast<const P*>(xr + s.head) + tid;
+    const SlotMap m = slot_map<kLanes, VPT>(xr + s.head, tid, nb);
+    const P* xv = reinterpret_cast<const P*>(xr + s.head) + m.first;
     P v[VPT];
 #pragma unroll
     for (int k = 0; k < VPT; ++k)
-      if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * kLanes);
+      if (k < m.nk) v[k] = load_vec_keep_in_l2(xv + k * kLanes);
     const float edge = has_edge ? to_float(xr[edge_at]) : 0.0f;
     const float shift = METHOD == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
-    const Norm n = row_stats(METHOD, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps,
+    const Norm n = row_stats(METHOD, v, m.nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps,
                              false, red);
     T* yr = y + row * cols;
-    P* yv = reinterpret_cast<P*>(yr + s.head) + tid;
+    P* yv = reinterpret_cast<P*>(yr + s.head) + m.first;
+    const P* const wv = reinterpret_cast<const P*>(sw) + m.first;
+    const P* const bv = reinterpret_cast<const P*>(sb) + m.first;
 #pragma unroll
     for (int k = 0; k < VPT; ++k)
-      if (k < nk) store_vec(yv + k * kLanes, normalize_pack<T>(v[k], n, wv[k * kLanes], bv[k * kLanes]));
+      if (k < m.nk) store_vec(yv + k * kLanes, normalize_pack<T>(v[k], n, wv[k * kLanes], bv[k * kLanes]));
     if (has_edge) store_edge(yr, weight, bias, edge_at, edge, n);
   }
 }
@@ -1424,24 +1446,24 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   const T* xr = x + static_cast<int64_t>(blockIdx.x) * cols;
   const RowSplit s = split_row<T, N, true>(xr, cols);
   const int nb = static_cast<int>(s.body);
-  const P* xv = reinterpret_cast<const P*>(xr + s.head) + tid;
-  const int nk = tid < nb ? min(VPT, (nb - tid + THREADS - 1) / THREADS) : 0;  // slots in the row
+  const SlotMap m = slot_map<THREADS, VPT>(xr + s.head, tid, nb);
+  const P* xv = reinterpret_cast<const P*>(xr + s.head) + m.first;
   P v[VPT];
 #pragma unroll
   for (int k = 0; k < VPT; ++k)
-    if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
+    if (k < m.nk) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
   const bool has_edge = tid < s.head + s.tail;
   const float edge = has_edge ? to_float(xr[s.edge_index(tid, N)]) : 0.0f;
   const float shift = METHOD == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
-  const Norm n = row_stats(METHOD, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, false,
+  const Norm n = row_stats(METHOD, v, m.nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, false,
                            red);
   T* yr = y + static_cast<int64_t>(blockIdx.x) * cols;
-  P* yv = reinterpret_cast<P*>(yr + s.head) + tid;
+  P* yv = reinterpret_cast<P*>(yr + s.head) + m.first;
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
-      if (k < nk) {
-        const int64_t c = static_cast<int64_t>(tid + k * THREADS) * N;
+      if (k < m.nk) {
+        const int64_t c = static_cast<int64_t>(m.first + k * THREADS) * N;
         const P w = shifted_affine<decltype(head)::value>(weight, c, cols, 1.0f);
         const P b = shifted_affine<decltype(head)::value>(bias, c, cols, 0.0f);
         store_vec_in_order(yv + k * THREADS, normalize_pack<T>(v[k], n, w, b));
