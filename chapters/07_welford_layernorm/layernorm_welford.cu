@@ -87,7 +87,7 @@
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 85-94% of a copy,
 //     against 52-89% for the peeled kernels; fp32 rows (a length not a multiple
 //     of 4) take one row a block with each vector's weight and bias moved out of
-//     two aligned vectors (layernorm_funnel_wb_kernel): 84-98%, against 72-98%
+//     two aligned vectors (layernorm_funnel_wb_kernel): 84-99%, against 72-98%
 //     (launch_rows has the numbers).
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
@@ -127,9 +127,10 @@
 //                6f04165, 16 row lengths from 1,024 to 16,384, every dtype): H100 97.7-101.4%
 //                (copy ~2,838-2,884 GB/s), H200 96.1-101.3% (copy ~3,922-3,999 GB/s); before
 //                the shaped kernels (launch_shaped), the H200 had measured 83.3-101.8% there,
-//                under 95% at 23 of the 48. Lengths not a multiple of the vector (1,100 to
-//                16,383 columns, 256 MiB) stay short of a copy: 16-bit (code 14eae52) 85-90%
-//                on an H200, 89-94% on an H100; fp32 (code 17c52a4) 84-96% and 94-98%
+//                under 95% at 23 of the 48. Lengths not a multiple of the vector (1,033 to
+//                16,383 columns, 256 MiB): fp32 95.7-99.4% on an H100 at 3,001 to 16,383
+//                (code cbb5dca; 95% or more at 1,102 to 2,050, code 17c52a4), 84-97% on an
+//                H200; 16-bit (code 14eae52 to 98ac56c) 85-91% on an H200, 88-94% on an H100
 //                (notes at launch_rows).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
@@ -848,6 +849,9 @@ __device__ __forceinline__ RowSplit split_row(const T* xr, int64_t cols) {
 // are then body vectors first + k * THREADS (still a prefix of its slots, nk of
 // them), and THREADS x VPT slots still hold THREADS x VPT vectors. A row of one
 // warp (THREADS = 32) keeps t + k * 32: its one warp straddles two groups either way.
+// A plain copy of rows of 8,191 and 16,383 halves, a block a row, ran at 97.4-97.8%
+// of the copy with slots t + k * THREADS and 101.0-101.8% with these (H200 …1648);
+// the kernels' numbers are at launch_rows.
 struct SlotMap {
   int first, nk;
 };
@@ -2270,8 +2274,26 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     -> 87-88% of a copy), 1.005-1.016 at the others (2 ahead, 6 ties); H100
 //     (…1879) 0.998-1.028 at the five it takes (5 ahead, 5 ties; it keeps the
 //     peeled kernels at 2,050). At 4,097 and 16,383 halves, not taken, the same rounds tie (0.994-
-//     1.012). 16-bit rows off the boundary then measure 85-90% of a copy on that
-//     H200 and 89-94% on that H100 at 1,033 to 16,383 halves.
+//     1.012). Slots counted from the 512-byte group (slot_map, cbb5dca; 3,001,
+//     4,097, 6,001, 8,191, 10,001 and 16,383 halves, 20 rounds, the time before
+//     over after): H200 (…3266, fp16) 1.001-1.014; H100 (…8677) 0.995-1.015, ahead
+//     at 10,001, behind at bf16 16,383 (0.998 [0.995, 0.999]), the same peeled
+//     kernels in both at 4,097. 1,793 to 2,048 vectors as 256 x 8 rather than
+//     512 x 4 (98ac56c): H200 (…1884) 1.041 fp16, 1.057 bf16 at 16,383 halves; H100
+//     (…9315) 0.994 there and 0.969-0.981 at 14,501, so the H100 keeps 512 x 4;
+//     8 vectors at 64 and 128 threads took 0.862-0.886 at 4,097 and 8,191 (H200
+//     …1884), not kept. 16-bit rows off the boundary then measure 85-91% of a copy
+//     on an H200 (cbb5dca and 98ac56c at 3,001 to 16,383; 14eae52 below) and
+//     88-94% on an H100. What is left is the kernel's own cost, not the rows'
+//     offsets: forced onto aligned rows (H200 …3716, 10 rounds) it took 83.8% of a
+//     copy at 16,384 halves where the aligned kernel took 97.5%, 91.6% against
+//     97.4% at 4,096; under ncu (…3716, …6623) 50 M instructions against 30 M
+//     at 16,384, 737 against 457 a warp and row, its schedulers issuing in 71%
+//     of cycles against 48%. A plain copy of rows of 8,191 and 16,383 halves, a
+//     block a row with the same slots and edges, ran at 97-102% of the copy
+//     (…1648). One row a block (not persistent) with weight and bias from N
+//     shifted copies in global memory was slower still (probe, …7665): 78.9% and
+//     84.9% at 16,383 and 8,191 halves against this kernel's 84.2% and 88.0%.
 //   Many fp32 rows off the vector boundary that move more than the L2, of 129 to
 //     4,096 vectors, for Welford, weight and bias 16-byte aligned: one row a
 //     block (layernorm_funnel_wb_kernel, shaped as launch_shaped), each body
@@ -2286,7 +2308,12 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     of 95% on the H200 at every length but 2,050 (94.3-94.9% at 1,537, 3,001
 //     and 6,001; 84-92% at 1,102, 4,097 and 8,191 to 16,383), on the H100 at
 //     16,383 (93.6%). A first fp32 form of the shared-memory kernel above
-//     measured 0.92-1.23 of the peeled kernels' speed.
+//     measured 0.92-1.23 of the peeled kernels' speed. Slots counted from the
+//     512-byte group (slot_map, cbb5dca; 3,001, 4,097, 6,001, 8,191, 10,001 and
+//     16,383 floats, 20 rounds, the time before over after): H200 (…3266)
+//     1.013-1.049 (4 ahead, 2 ties), 86.9-97.0% of a copy (95% or more at 3,001
+//     and 6,001); H100 (…8677) 1.011-1.022 at the 5 it takes, all ahead, 95.7-99.4%
+//     (4,097, the same peeled kernels in both builds there, 1.004 [1.001, 1.008]).
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
