@@ -2022,8 +2022,8 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
   if constexpr (sizeof(T) == 2) {  // 1,793 to 2,048 vectors: 512 x 4
     // Rows off the boundary, on a GPU like the H200: 256 x 8, half the warps whose
     // statistics each row merges (16,383 halves: 1.04-1.06 on an H200, 0.99 on an
-    // H100, where 14,501 measured 0.97-0.98; 8 vectors at 64 and 128 threads, 4,097
-    // and 8,191 halves, 0.86-0.89 on the H200 against 4 to 7).
+    // H100, where 14,501 measured 0.97-0.98). 8 vectors at 64 and 128 threads took
+    // 0.86-0.89 of 128 x 4's and 256 x 4's speed at 4,097 and 8,191 halves (H200).
     if constexpr (SHIFTED) {
       if (fast_memory_per_sm()) return launch_shaped_block<T, 256, 8, 8, true>(l, nvec);
     }
