@@ -129,9 +129,9 @@
 //                the shaped kernels (launch_shaped), the H200 had measured 83.3-101.8% there,
 //                under 95% at 23 of the 48. Lengths not a multiple of the vector (1,033 to
 //                16,383 columns, 256 MiB): fp32 95.7-99.4% on an H100 at 3,001 to 16,383
-//                (code cbb5dca; 95% or more at 1,102 to 2,050, code 17c52a4), 84-97% on an
-//                H200; 16-bit (code 14eae52 to 98ac56c) 85-91% on an H200, 88-94% on an H100
-//                (notes at launch_rows).
+//                (code cbb5dca; 95% or more at 1,102 to 2,050 and 12,289, code 17c52a4),
+//                84-97% on an H200; 16-bit (code 14eae52 to 98ac56c) 85-91% on an H200,
+//                88-94% on an H100 (notes at launch_rows).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
