@@ -735,6 +735,29 @@ __device__ __forceinline__ Norm row_stats(int method, const Pack<T, N> (&v)[VPT]
   return shifted_norm(shift, mean, var, eps);
 }
 
+// Welford's statistics of a row off the vector boundary (layernorm_shifted_wb_kernel,
+// layernorm_funnel_wb_kernel): there the threads hold different counts (a last slot
+// past the row's end, an edge element), so each step of Chan's pairwise merge
+// would divide by a count known only at run time. Chan's formula for k parts at
+// once divides by nothing but the row's length:
+//     mean = sum_i n_i mean_i / n,     M2 = sum_i (M2_i + n_i (mean_i - mean)^2)
+// two sums across the row's threads, the second after the first (it needs the
+// mean); each is a butterfly, so every lane gets the same bits, with no broadcast.
+// The parts are each thread's vectors (Stats s, Welford within the thread as
+// everywhere) and its edge element, if it has one. Nothing large is subtracted:
+// the M2 terms are all >= 0 and every mean is of values less the shift. The
+// pairwise merge's divisions (__fdividef, with its tests for tiny divisors) and
+// three shuffles a step took some 200 of the shifted kernel's 772 instructions a
+// warp and row (ncu, H200, fp16 16,383 columns). Speeds at launch_rows.
+template <class Reduce>
+__device__ __forceinline__ Norm parts_norm(Stats s, bool has_edge, float edge, float shift, float inv_cols,
+                                           float eps, Reduce& red) {
+  const float mean = red.sum(s.n * s.mean + (has_edge ? edge : 0.0f)) * inv_cols;
+  const float d = s.mean - mean, e = edge - mean;
+  const float m2 = red.sum(fmaf(s.n * d, d, s.m2) + (has_edge ? e * e : 0.0f));
+  return shifted_norm(shift, mean, m2 * inv_cols, eps);
+}
+
 // ---- normalize ----------------------------------------------------------------
 
 __device__ __forceinline__ float affine(float v, const Norm& n, float w, float b) {
@@ -846,12 +869,15 @@ __device__ __forceinline__ RowSplit split_row(const T* xr, int64_t cols) {
 // slots are counted from the group's start, so that each warp but the first
 // reads and writes whole groups; the first lo threads, whose first slot would
 // lie before the body, take the slot one stride later instead. A thread's slots
-// are then body vectors first + k * THREADS (still a prefix of its slots, nk of
-// them), and THREADS x VPT slots still hold THREADS x VPT vectors. A row of one
-// warp (THREADS = 32) keeps t + k * 32: its one warp straddles two groups either way.
+// are then body vectors first + k * THREADS, and THREADS x VPT slots still hold
+// THREADS x VPT vectors. A row of one warp (THREADS = 32) keeps t + k * 32: its one
+// warp straddles two groups either way.
 // A plain copy of rows of 8,191 and 16,383 halves, a block a row, ran at 97.4-97.8%
 // of the copy with slots t + k * THREADS and 101.0-101.8% with these (H200 …1648);
 // the kernels' numbers are at launch_rows.
+// The launch's shape has at most THREADS vectors fewer than slots (nb >= THREADS x
+// (VPT - 1), checked by shifted_shape_fits): first < THREADS, so every thread's
+// slots but the last are in the body, and nk is VPT - 1 or VPT (tail_count).
 struct SlotMap {
   int first, nk;
 };
@@ -865,6 +891,13 @@ __device__ __forceinline__ SlotMap slot_map(const T* body, int tid, int nb) {
     first = (tid < lo ? tid + THREADS : tid) - lo;
   }
   return {first, first < nb ? min(VPT, (nb - first + THREADS - 1) / THREADS) : 0};
+}
+
+// A thread's count of slots in the row under that guarantee, in a form that tells
+// the compiler so (the slot tests but the last are gone at compile time).
+template <int THREADS, int VPT>
+__device__ __forceinline__ int tail_count(const SlotMap& m, int nb) {
+  return VPT - 1 + (m.first + (VPT - 1) * THREADS < nb);
 }
 
 // ---- kernels ----------------------------------------------------------------------
@@ -1347,9 +1380,11 @@ template <typename T, int THREADS, int VPT, int METHOD, bool WARP_ROWS = false>
 __global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>))
 layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                             T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps) {
+  static_assert(METHOD == 0, "Welford's statistics only");
   constexpr int N = 16 / sizeof(T);
   constexpr int kWarps = THREADS / 32;
   constexpr int kLanes = WARP_ROWS ? 32 : THREADS;  // threads a row
+  constexpr bool kOld8 = VPT == 8;                  // see the slots' count below
   constexpr int kRowsAtOnce = THREADS / kLanes;     // rows the block holds at once
   using P = Pack<T, N>;
   extern __shared__ uint4 shifted_wb[];  // weight, then bias, each of padded elements
@@ -1385,22 +1420,36 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
   for (int64_t row = first; row < rows; row += step) {
     const T* xr = x + row * cols;
     const SlotMap m = WARP_ROWS ? warp_row_map : slot_map<kLanes, VPT>(xr + s.head, tid, nb);
+    // 8 vectors keep the form of ead227f (kOld8): a test at every slot, as if any
+    // could be past the row's end, Chan's pairwise merge, weight and bias loaded
+    // wherever the compiler puts them. With the first 7 slots known to be in the
+    // row ptxas spilled 48-56 bytes at 80 registers; with the tests kept but
+    // parts_norm, 256 x 8 took 1.02-1.04 times as long at 14,501 and 16,383 halves
+    // (H200 …9725).
+    const int nk = kOld8 ? m.nk : tail_count<kLanes, VPT>(m, nb);
     const P* xv = reinterpret_cast<const P*>(xr + s.head) + m.first;
     P v[VPT];
 #pragma unroll
     for (int k = 0; k < VPT; ++k)
-      if (k < m.nk) v[k] = load_vec_keep_in_l2(xv + k * kLanes);
+      if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * kLanes);
     const float edge = has_edge ? to_float(xr[edge_at]) : 0.0f;
-    const float shift = METHOD == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
-    const Norm n = row_stats(METHOD, v, m.nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps,
-                             false, red);
+    const float shift = to_float(xr[0]);  // "Shift" above
+    const Norm n = kOld8 ? row_stats(0, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps,
+                                     false, red)
+                         : parts_norm(thread_welford(v, nk, shift), has_edge, edge - shift, shift, inv_cols, eps,
+                                      red);
+    // Weight and bias are read after the reduction: the index is opaque to the
+    // compiler from here on, or it would load them ahead, 8 registers a vector held
+    // across the reduction (rows of a warp in 5 and 7 vectors spilled 4 to 12 bytes).
+    int wb_first = m.first;
+    if constexpr (!kOld8) asm volatile("" : "+r"(wb_first));
     T* yr = y + row * cols;
     P* yv = reinterpret_cast<P*>(yr + s.head) + m.first;
-    const P* const wv = reinterpret_cast<const P*>(sw) + m.first;
-    const P* const bv = reinterpret_cast<const P*>(sb) + m.first;
+    const P* const wv = reinterpret_cast<const P*>(sw) + wb_first;
+    const P* const bv = reinterpret_cast<const P*>(sb) + wb_first;
 #pragma unroll
     for (int k = 0; k < VPT; ++k)
-      if (k < m.nk) store_vec(yv + k * kLanes, normalize_pack<T>(v[k], n, wv[k * kLanes], bv[k * kLanes]));
+      if (k < nk) store_vec(yv + k * kLanes, normalize_pack<T>(v[k], n, wv[k * kLanes], bv[k * kLanes]));
     if (has_edge) store_edge(yr, weight, bias, edge_at, edge, n);
   }
 }
@@ -1446,6 +1495,7 @@ __global__ void __launch_bounds__(THREADS, 1024 / THREADS)
 layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                            T* __restrict__ y, int64_t cols, float inv_cols, float eps) {
   static_assert(std::is_same_v<T, float>, "16-bit rows: layernorm_shifted_wb_kernel");
+  static_assert(METHOD == 0, "Welford's statistics only");
   constexpr int N = 4;
   constexpr int kWarps = THREADS / 32;
   using P = Pack<T, N>;
@@ -1456,22 +1506,22 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   const RowSplit s = split_row<T, N, true>(xr, cols);
   const int nb = static_cast<int>(s.body);
   const SlotMap m = slot_map<THREADS, VPT>(xr + s.head, tid, nb);
+  const int nk = tail_count<THREADS, VPT>(m, nb);
   const P* xv = reinterpret_cast<const P*>(xr + s.head) + m.first;
   P v[VPT];
 #pragma unroll
   for (int k = 0; k < VPT; ++k)
-    if (k < m.nk) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
+    if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
   const bool has_edge = tid < s.head + s.tail;
   const float edge = has_edge ? to_float(xr[s.edge_index(tid, N)]) : 0.0f;
-  const float shift = METHOD == 2 ? 0.0f : to_float(xr[0]);  // "Shift" above
-  const Norm n = row_stats(METHOD, v, m.nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, false,
-                           red);
+  const float shift = to_float(xr[0]);  // "Shift" above
+  const Norm n = parts_norm(thread_welford(v, nk, shift), has_edge, edge - shift, shift, inv_cols, eps, red);
   T* yr = y + static_cast<int64_t>(blockIdx.x) * cols;
   P* yv = reinterpret_cast<P*>(yr + s.head) + m.first;
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
-      if (k < m.nk) {
+      if (k < nk) {
         const int64_t c = static_cast<int64_t>(m.first + k * THREADS) * N;
         const P w = shifted_affine<decltype(head)::value>(weight, c, cols, 1.0f);
         const P b = shifted_affine<decltype(head)::value>(bias, c, cols, 0.0f);
@@ -2038,10 +2088,19 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
 // down to a multiple of N (one block a row class at least), no more than the rows
 // need. The attribute and the occupancy are asked at each launch: this path only
 // takes launches that move more than the L2.
+// The shape slot_map assumes: a row's body, whatever its head (at most N - 1
+// elements), leaves only the last slot of some of its LANES threads empty.
+template <int LANES, int VPT, int N>
+bool shifted_shape_fits(int64_t cols) {
+  return (cols - (N - 1)) / N >= static_cast<int64_t>(LANES) * (VPT - 1) &&
+         cols / N <= static_cast<int64_t>(LANES) * VPT;
+}
+
 template <typename T, int THREADS, int VPT, bool WARP_ROWS>
 cudaError_t launch_shifted_wb(const Launch<T>& l) {
   constexpr int N = 16 / sizeof(T);
   constexpr int kRowsAtOnce = WARP_ROWS ? THREADS / 32 : 1;
+  if (!shifted_shape_fits<WARP_ROWS ? 32 : THREADS, VPT, N>(l.cols)) return cudaErrorInvalidValue;
   const int64_t bytes = 2 * ((l.cols + N - 1) / N * N) * static_cast<int64_t>(sizeof(T));
   return with_method<true>(l.method, [&](auto m) {
     const auto kernel = layernorm_shifted_wb_kernel<T, THREADS, VPT, decltype(m)::value, WARP_ROWS>;
@@ -2063,6 +2122,7 @@ cudaError_t launch_shifted_wb(const Launch<T>& l) {
 
 template <typename T, int THREADS, int VPT>
 cudaError_t launch_funnel_wb(const Launch<T>& l) {
+  if (!shifted_shape_fits<THREADS, VPT, 4>(l.cols)) return cudaErrorInvalidValue;
   return with_method<true>(l.method, [&](auto m) {
     layernorm_funnel_wb_kernel<T, THREADS, VPT, decltype(m)::value>
         <<<static_cast<unsigned>(l.rows), THREADS, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.cols, l.inv_cols,
