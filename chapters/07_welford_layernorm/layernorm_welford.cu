@@ -84,10 +84,10 @@
 //     where it does not fill them (launch_shaped; Welford only). Many 16-bit rows
 //     off the vector boundary past the L2 (a length not a multiple of 8) take,
 //     for Welford, a kernel that shifts weight and bias into shared memory for
-//     each of the 8 row offsets (layernorm_shifted_wb_kernel): 85-94% of a copy,
+//     each of the 8 row offsets (layernorm_shifted_wb_kernel): 86-93% of a copy,
 //     against 52-89% for the peeled kernels; fp32 rows (a length not a multiple
 //     of 4) take one row a block with each vector's weight and bias moved out of
-//     two aligned vectors (layernorm_funnel_wb_kernel): 84-99%, against 72-98%
+//     two aligned vectors (layernorm_funnel_wb_kernel): 87-100%, against 72-98%
 //     (launch_rows has the numbers).
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
@@ -128,10 +128,10 @@
 //                (copy ~2,838-2,884 GB/s), H200 96.1-101.3% (copy ~3,922-3,999 GB/s); before
 //                the shaped kernels (launch_shaped), the H200 had measured 83.3-101.8% there,
 //                under 95% at 23 of the 48. Lengths not a multiple of the vector (1,033 to
-//                16,383 columns, 256 MiB): fp32 95.7-99.4% on an H100 at 3,001 to 16,383
-//                (code cbb5dca; 95% or more at 1,102 to 2,050 and 12,289, code 17c52a4),
-//                84-97% on an H200; 16-bit (code 14eae52 to 98ac56c) 85-91% on an H200,
-//                88-94% on an H100 (notes at launch_rows).
+//                16,383 columns, 256 MiB): fp32 96.4-99.7% on an H100 at 1,102, 3,001,
+//                8,191, 12,289 and 16,383 (code 12df025; 95% or more at every length
+//                measured since 17c52a4), 89-98% at those on an H200; 16-bit (code
+//                12df025) 86-93% on an H200, 90-93% on an H100 (notes at launch_rows).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
@@ -2354,6 +2354,23 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     (…1648). One row a block (not persistent) with weight and bias from N
 //     shifted copies in global memory was slower still (probe, …7665): 78.9% and
 //     84.9% at 16,383 and 8,191 halves against this kernel's 84.2% and 88.0%.
+//     Chan's merge of all the threads at once (parts_norm) and every slot test but
+//     the last known at compile time, up to 7 vectors (12df025; 256 MiB, 20
+//     rounds, the time before over after): H200 (…9725) 1.032-1.034 at 1,100
+//     halves (87.3% -> 90.1-90.6% of a copy), 1.017-1.020 at 4,097 (-> 91.8-91.9%),
+//     1.029-1.036 at 8,191 (-> 92.0-92.6%); H100 (…1476) 1.024-1.036 at 1,100,
+//     1.017 at 8,191, ties at 4,097, 1.007 / tie at 14,501 and ties at 16,383
+//     (90.6-92.6% at those). Rows of 8 vectors (2,047 halves a warp, 14,501 and
+//     16,383 as 256 x 8 on an H200) keep the form before: in the new one 256 x 8
+//     spilled (0.87-0.92) and, with the slot tests kept, still took 0.957-0.982
+//     of its speed (…9725). Not kept: weight and bias copied into shared memory
+//     from 16-byte loads (the element loop's waits took 5.5% of the warps' stall
+//     samples at fp16 16,383, …6623), 0.975-0.991 of 12df025's speed at 1,100 to
+//     16,383 halves (H200 …5226). The persistent grid itself costs: the aligned
+//     kernel of 16-bit rows of 4,096 and 16,384 halves made persistent (probe,
+//     the same bits where the same shape) ran at 94.3-96.4% of a copy against
+//     99.5-100.4% (H100 …4197) and 93.4-93.7% against 97.5-98.6% (H200 …8520),
+//     where R rows a block (above) lost more.
 //   Many fp32 rows off the vector boundary that move more than the L2, of 129 to
 //     4,096 vectors, for Welford, weight and bias 16-byte aligned: one row a
 //     block (layernorm_funnel_wb_kernel, shaped as launch_shaped), each body
@@ -2374,6 +2391,11 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     1.013-1.049 (4 ahead, 2 ties), 86.9-97.0% of a copy (95% or more at 3,001
 //     and 6,001); H100 (…8677) 1.011-1.022 at the 5 it takes, all ahead, 95.7-99.4%
 //     (4,097, the same peeled kernels in both builds there, 1.004 [1.001, 1.008]).
+//     Chan's merge of all the threads at once (parts_norm, 12df025; 1,102, 3,001,
+//     8,191, 12,289 and 16,383 floats, 20 rounds, the time before over after):
+//     H200 (…9725) 1.020 at 12,289 (90.0% -> 91.9%), 1.024 at 16,383 (86.7% ->
+//     88.9%), ties at the others (95.0-98.1%); H100 (…1476) 1.006-1.009 at
+//     1,102, 8,191 and 16,383, ties at 3,001 and 12,289, 96.4-99.7%.
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
