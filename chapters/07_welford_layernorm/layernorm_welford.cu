@@ -2370,7 +2370,10 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     kernel of 16-bit rows of 4,096 and 16,384 halves made persistent (probe,
 //     the same bits where the same shape) ran at 94.3-96.4% of a copy against
 //     99.5-100.4% (H100 …4197) and 93.4-93.7% against 97.5-98.6% (H200 …8520),
-//     where R rows a block (above) lost more.
+//     where R rows a block (above) lost more. Neither rows handed out by a global
+//     counter, so that the rows in flight stay one window (95.5-96.3%), nor the
+//     blocks of an SM started a part of a row's time apart (94.6-95.5%) closed
+//     it (H100 …0067, …2473; persistent 94.0-97.0%, the stage 99.6-100.4%).
 //   Many fp32 rows off the vector boundary that move more than the L2, of 129 to
 //     4,096 vectors, for Welford, weight and bias 16-byte aligned: one row a
 //     block (layernorm_funnel_wb_kernel, shaped as launch_shaped), each body
