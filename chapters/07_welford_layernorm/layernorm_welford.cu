@@ -1384,7 +1384,7 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
   constexpr int N = 16 / sizeof(T);
   constexpr int kWarps = THREADS / 32;
   constexpr int kLanes = WARP_ROWS ? 32 : THREADS;  // threads a row
-  constexpr bool kOld8 = VPT == 8;                  // see the slots' count below
+  constexpr bool kPairwise = VPT == 8;              // see the slots' count below
   constexpr int kRowsAtOnce = THREADS / kLanes;     // rows the block holds at once
   using P = Pack<T, N>;
   extern __shared__ uint4 shifted_wb[];  // weight, then bias, each of padded elements
@@ -1420,13 +1420,13 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
   for (int64_t row = first; row < rows; row += step) {
     const T* xr = x + row * cols;
     const SlotMap m = WARP_ROWS ? warp_row_map : slot_map<kLanes, VPT>(xr + s.head, tid, nb);
-    // 8 vectors keep the form of ead227f (kOld8): a test at every slot, as if any
-    // could be past the row's end, Chan's pairwise merge, weight and bias loaded
-    // wherever the compiler puts them. With the first 7 slots known to be in the
-    // row ptxas spilled 48-56 bytes at 80 registers; with the tests kept but
-    // parts_norm, 256 x 8 took 1.02-1.04 times as long at 14,501 and 16,383 halves
+    // 8 vectors keep the form of ead227f (kPairwise): a test at every slot, as if
+    // any could be past the row's end, Chan's pairwise merge, weight and bias
+    // loaded wherever the compiler puts them. With the first 7 slots known to be in
+    // the row ptxas spilled 48-56 bytes at 80 registers; with the tests kept but
+    // parts_norm, 256 x 8 took 1.02-1.05 times as long at 14,501 and 16,383 halves
     // (H200 …9725).
-    const int nk = kOld8 ? m.nk : tail_count<kLanes, VPT>(m, nb);
+    const int nk = kPairwise ? m.nk : tail_count<kLanes, VPT>(m, nb);
     const P* xv = reinterpret_cast<const P*>(xr + s.head) + m.first;
     P v[VPT];
 #pragma unroll
@@ -1434,15 +1434,15 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
       if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * kLanes);
     const float edge = has_edge ? to_float(xr[edge_at]) : 0.0f;
     const float shift = to_float(xr[0]);  // "Shift" above
-    const Norm n = kOld8 ? row_stats(0, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps,
-                                     false, red)
-                         : parts_norm(thread_welford(v, nk, shift), has_edge, edge - shift, shift, inv_cols, eps,
-                                      red);
+    const Norm n = kPairwise ? row_stats(0, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols,
+                                         eps, false, red)
+                             : parts_norm(thread_welford(v, nk, shift), has_edge, edge - shift, shift, inv_cols,
+                                          eps, red);
     // Weight and bias are read after the reduction: the index is opaque to the
     // compiler from here on, or it would load them ahead, 8 registers a vector held
     // across the reduction (rows of a warp in 5 and 7 vectors spilled 4 to 12 bytes).
     int wb_first = m.first;
-    if constexpr (!kOld8) asm volatile("" : "+r"(wb_first));
+    if constexpr (!kPairwise) asm volatile("" : "+r"(wb_first));
     T* yr = y + row * cols;
     P* yv = reinterpret_cast<P*>(yr + s.head) + m.first;
     const P* const wv = reinterpret_cast<const P*>(sw) + wb_first;
@@ -2354,29 +2354,28 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     (…1648). One row a block (not persistent) with weight and bias from N
 //     shifted copies in global memory was slower still (probe, …7665): 78.9% and
 //     84.9% at 16,383 and 8,191 halves against this kernel's 84.2% and 88.0%.
-//     Chan's merge of all the threads at once (parts_norm) and every slot test but
-//     the last known at compile time, up to 7 vectors (12df025; 256 MiB, 20
-//     rounds, the time before over after): H200 (…9725) 1.032-1.034 at 1,100
-//     halves (87.3% -> 90.1-90.6% of a copy), 1.017-1.020 at 4,097 (-> 91.8-91.9%),
-//     1.029-1.036 at 8,191 (-> 92.0-92.6%); H100 (…1476) 1.024-1.036 at 1,100,
-//     1.017 at 8,191, ties at 4,097, 1.007 / tie at 14,501 and ties at 16,383
-//     (90.6-92.6% at those). Rows of 8 vectors (2,047 halves a warp, 14,501 and
-//     16,383 as 256 x 8 on an H200) keep the form before: in the new one 256 x 8
-//     spilled (0.87-0.92) and, with the slot tests kept, still took 0.957-0.982
-//     of its speed (…9725). Not kept: weight and bias copied into shared memory
-//     from 16-byte loads (the element loop's waits took 5.5% of the warps' stall
-//     samples at fp16 16,383, …6623), 0.975-0.991 of 12df025's speed at 1,100 to
-//     16,383 halves (H200 …5226). The persistent grid itself costs: the aligned
-//     kernel of 16-bit rows of 4,096 and 16,384 halves made persistent (probe,
-//     the same bits where the same shape) ran at 94.3-96.4% of a copy against
-//     99.5-100.4% (H100 …4197) and 93.4-93.7% against 97.5-98.6% (H200 …8520),
-//     where R rows a block (above) lost more. Neither rows handed out by a global
-//     counter, so that the rows in flight stay one window (95.5-96.3%), nor the
-//     blocks of an SM started a part of a row's time apart (94.6-95.5%) closed
-//     it (H100 …0067, …2473; persistent 94.0-97.0%, the stage 99.6-100.4%).
-//     Under ncu (H100 …2473, one launch each, 16,384 halves): 91.1 us against
-//     86.9, the same DRAM bytes and about the same instructions (30.4 M, 29.9 M),
-//     DRAM busy 81% of the time against 85%, and each instruction waited 13.5
+//     Chan's merge of all the threads at once (parts_norm) and every slot test but the
+//     last known at compile time, up to 7 vectors (12df025; 256 MiB, 20 rounds, the
+//     time before over after): H200 (…9725) 1.032-1.034 at 1,100 halves (87.3% ->
+//     90.1-90.6% of a copy), 1.017-1.020 at 4,097 (-> 91.8-91.9%), 1.029-1.036 at 8,191
+//     (-> 92.0-92.6%); H100 (…1476) 1.024-1.036 at 1,100, 1.017 at 8,191, ties at
+//     4,097, 1.007 / tie at 14,501 and ties at 16,383 (90.6-92.6% at those). Rows of 8
+//     vectors (2,047 halves a warp, 14,501 and 16,383 as 256 x 8 on an H200) keep the
+//     form before: in the new one they spilled (0.911-0.919 of its speed: 2,047 on an
+//     H100 …9513, 16,383 on an H200 …1677) and, with the slot tests kept, still took
+//     0.957-0.982 (…9725). Not kept: weight and bias copied into shared memory from
+//     16-byte loads (the element loop's waits took 5.5% of the warps' stall samples at
+//     fp16 16,383, …6623), 0.975-0.991 of 12df025's speed at 1,100 to 16,383 halves
+//     (H200 …5226). The persistent grid itself costs: the aligned kernel of 16-bit rows
+//     of 4,096 and 16,384 halves made persistent (probe, the same bits where the same
+//     shape) ran at 94.3-96.4% of a copy against 99.5-100.4% (H100 …4197) and
+//     93.4-93.7% against 97.5-98.6% (H200 …8520), where R rows a block (above) lost
+//     more. Neither rows handed out by a global counter, so that the rows in flight
+//     stay one window (95.5-96.3%), nor the blocks of an SM started a part of a row's
+//     time apart (94.6-95.5%) closed it (H100 …0067, …2473; persistent 94.0-97.0%, the
+//     stage 99.6-100.4%). Under ncu (H100 …2473, one launch each, 16,384 halves): 91.1
+//     us against 86.9, the same DRAM bytes and about the same instructions (30.4 M,
+//     29.9 M), DRAM busy 81% of the time against 85%, and each instruction waited 13.5
 //     cycles on loads (long scoreboard) against 12.3: its loads are slower.
 //   Many fp32 rows off the vector boundary that move more than the L2, of 129 to
 //     4,096 vectors, for Welford, weight and bias 16-byte aligned: one row a
