@@ -128,10 +128,12 @@
 //                (copy ~2,838-2,884 GB/s), H200 96.1-101.3% (copy ~3,922-3,999 GB/s); before
 //                the shaped kernels (launch_shaped), the H200 had measured 83.3-101.8% there,
 //                under 95% at 23 of the 48. Lengths not a multiple of the vector (1,033 to
-//                16,383 columns, 256 MiB): fp32 96.4-99.7% on an H100 at 1,102, 3,001,
-//                8,191, 12,289 and 16,383 (code 12df025; 95% or more at every length
-//                measured since 17c52a4), 89-98% at those on an H200; 16-bit (code
-//                12df025) 86-93% on an H200, 90-93% on an H100 (notes at launch_rows).
+//                16,383 columns, 256 MiB): fp32 96.4-99.4% on an H100 at 1,102, 3,001,
+//                8,191, 12,289 and 16,383 (95% or more at every length measured since
+//                17c52a4), 89-98% on an H200 at 1,102 to 16,383 (under 95% at 4,097,
+//                10,001, 12,289 and 16,383); 16-bit 86-93% on an H200, 90-93% on an
+//                H100 (code 12df025 and the kernels it keeps from ead227f; notes at
+//                launch_rows).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
@@ -1506,7 +1508,13 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   const RowSplit s = split_row<T, N, true>(xr, cols);
   const int nb = static_cast<int>(s.body);
   const SlotMap m = slot_map<THREADS, VPT>(xr + s.head, tid, nb);
-  const int nk = tail_count<THREADS, VPT>(m, nb);
+  // Blocks of 64 and 128 threads keep the form of ead227f (kPairwise): a test at
+  // every slot and Chan's pairwise merge, one barrier where parts_norm takes two.
+  // With parts_norm, 128 x 4 took 1.08 times as long at 2,050 floats (H200 …2180),
+  // and 64 x 5 to 128 x 8 gained at most 0.6% at 1,102 to 4,097 (H100 …1476, H200
+  // …9725, …2180); 256 threads and more gained up to 2.8% (launch_rows).
+  constexpr bool kPairwise = THREADS < 256;
+  const int nk = kPairwise ? m.nk : tail_count<THREADS, VPT>(m, nb);
   const P* xv = reinterpret_cast<const P*>(xr + s.head) + m.first;
   P v[VPT];
 #pragma unroll
@@ -1515,7 +1523,10 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   const bool has_edge = tid < s.head + s.tail;
   const float edge = has_edge ? to_float(xr[s.edge_index(tid, N)]) : 0.0f;
   const float shift = to_float(xr[0]);  // "Shift" above
-  const Norm n = parts_norm(thread_welford(v, nk, shift), has_edge, edge - shift, shift, inv_cols, eps, red);
+  const Norm n = kPairwise ? row_stats(0, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps,
+                                       false, red)
+                           : parts_norm(thread_welford(v, nk, shift), has_edge, edge - shift, shift, inv_cols,
+                                        eps, red);
   T* yr = y + static_cast<int64_t>(blockIdx.x) * cols;
   P* yv = reinterpret_cast<P*>(yr + s.head) + m.first;
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
@@ -2401,7 +2412,10 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     8,191, 12,289 and 16,383 floats, 20 rounds, the time before over after):
 //     H200 (…9725) 1.020 at 12,289 (90.0% -> 91.9%), 1.024 at 16,383 (86.7% ->
 //     88.9%), ties at the others (95.0-98.1%); H100 (…1476) 1.006-1.009 at
-//     1,102, 8,191 and 16,383, ties at 3,001 and 12,289, 96.4-99.7%.
+//     1,102, 8,191 and 16,383, ties at 3,001 and 12,289, 96.4-99.7%. H200 (…2180):
+//     1.028 at 10,001 (90.6% -> 93.4%), 1.008 at 6,001, a tie at 4,097, but 0.927
+//     at 2,050 (128 x 4, 96.9% -> 90.5%), so blocks of 64 and 128 threads keep the
+//     pairwise form (kPairwise in the kernel).
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
