@@ -879,7 +879,7 @@ __device__ __forceinline__ RowSplit split_row(const T* xr, int64_t cols) {
 // the kernels' numbers are at launch_rows.
 // The launch's shape has at most THREADS vectors fewer than slots (nb >= THREADS x
 // (VPT - 1), checked by shifted_shape_fits): first < THREADS, so every thread's
-// slots but the last are in the body, and nk is VPT - 1 or VPT (tail_count).
+// slots but the last are in the body, and nk is VPT - 1 or VPT (slots_in_row).
 struct SlotMap {
   int first, nk;
 };
@@ -895,11 +895,27 @@ __device__ __forceinline__ SlotMap slot_map(const T* body, int tid, int nb) {
   return {first, first < nb ? min(VPT, (nb - first + THREADS - 1) / THREADS) : 0};
 }
 
-// A thread's count of slots in the row under that guarantee, in a form that tells
-// the compiler so (the slot tests but the last are gone at compile time).
-template <int THREADS, int VPT>
-__device__ __forceinline__ int tail_count(const SlotMap& m, int nb) {
-  return VPT - 1 + (m.first + (VPT - 1) * THREADS < nb);
+// A thread's count of slots in the row: under that guarantee, in a form that tells
+// the compiler so (the slot tests but the last are gone at compile time); or, in
+// the PAIRWISE form the kernels keep for some shapes, as slot_map counted it.
+template <bool PAIRWISE, int THREADS, int VPT>
+__device__ __forceinline__ int slots_in_row(const SlotMap& m, int nb) {
+  if constexpr (PAIRWISE) return m.nk;
+  else return VPT - 1 + (m.first + (VPT - 1) * THREADS < nb);
+}
+
+// The statistics of a row off the boundary (the next two kernels): Chan's merge of
+// all the threads at once (parts_norm), or for the PAIRWISE form Welford's with
+// the pairwise merge (row_stats). edge is the thread's edge element, if it has one.
+template <bool PAIRWISE, class Reduce, typename T, int N, int VPT>
+__device__ __forceinline__ Norm off_boundary_norm(const Pack<T, N> (&v)[VPT], int nk, bool has_edge, float edge,
+                                                  float shift, int64_t cols, float inv_cols, float eps,
+                                                  Reduce& red) {
+  if constexpr (PAIRWISE) {
+    return row_stats(0, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, false, red);
+  } else {
+    return parts_norm(thread_welford(v, nk, shift), has_edge, edge - shift, shift, inv_cols, eps, red);
+  }
 }
 
 // ---- kernels ----------------------------------------------------------------------
@@ -1428,7 +1444,7 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
     // the row ptxas spilled 48-56 bytes at 80 registers; with the tests kept but
     // parts_norm, 256 x 8 took 1.02-1.05 times as long at 14,501 and 16,383 halves
     // (H200 …9725).
-    const int nk = kPairwise ? m.nk : tail_count<kLanes, VPT>(m, nb);
+    const int nk = slots_in_row<kPairwise, kLanes, VPT>(m, nb);
     const P* xv = reinterpret_cast<const P*>(xr + s.head) + m.first;
     P v[VPT];
 #pragma unroll
@@ -1436,10 +1452,7 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
       if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * kLanes);
     const float edge = has_edge ? to_float(xr[edge_at]) : 0.0f;
     const float shift = to_float(xr[0]);  // "Shift" above
-    const Norm n = kPairwise ? row_stats(0, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols,
-                                         eps, false, red)
-                             : parts_norm(thread_welford(v, nk, shift), has_edge, edge - shift, shift, inv_cols,
-                                          eps, red);
+    const Norm n = off_boundary_norm<kPairwise>(v, nk, has_edge, edge, shift, cols, inv_cols, eps, red);
     // Weight and bias are read after the reduction: the index is opaque to the
     // compiler from here on, or it would load them ahead, 8 registers a vector held
     // across the reduction (rows of a warp in 5 and 7 vectors spilled 4 to 12 bytes).
@@ -1514,7 +1527,7 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   // and 64 x 5 to 128 x 8 gained at most 0.6% at 1,102 to 4,097 (H100 …1476, H200
   // …9725, …2180); 256 threads and more gained up to 2.8% (launch_rows).
   constexpr bool kPairwise = THREADS < 256;
-  const int nk = kPairwise ? m.nk : tail_count<THREADS, VPT>(m, nb);
+  const int nk = slots_in_row<kPairwise, THREADS, VPT>(m, nb);
   const P* xv = reinterpret_cast<const P*>(xr + s.head) + m.first;
   P v[VPT];
 #pragma unroll
@@ -1523,10 +1536,7 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   const bool has_edge = tid < s.head + s.tail;
   const float edge = has_edge ? to_float(xr[s.edge_index(tid, N)]) : 0.0f;
   const float shift = to_float(xr[0]);  // "Shift" above
-  const Norm n = kPairwise ? row_stats(0, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps,
-                                       false, red)
-                           : parts_norm(thread_welford(v, nk, shift), has_edge, edge - shift, shift, inv_cols,
-                                        eps, red);
+  const Norm n = off_boundary_norm<kPairwise>(v, nk, has_edge, edge, shift, cols, inv_cols, eps, red);
   T* yr = y + static_cast<int64_t>(blockIdx.x) * cols;
   P* yv = reinterpret_cast<P*>(yr + s.head) + m.first;
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
