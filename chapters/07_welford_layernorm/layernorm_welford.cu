@@ -1393,7 +1393,8 @@ layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ wei
 // of at most 256 vectors): a warp a row instead, 32 x VPT slots, so that a row's
 // statistics take shuffles only, no barrier; the block's warps take consecutive
 // rows of its class. x with its L2 policy; weight and bias absent read as 1 and
-// 0. Welford's statistics only (launch_shifted_wb). Numbers at launch_rows.
+// 0. Welford's statistics only (launch_shifted_wb), merged by off_boundary_norm.
+// Numbers at launch_rows.
 template <typename T, int THREADS, int VPT, int METHOD, bool WARP_ROWS = false>
 __global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>))
 layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
@@ -1502,9 +1503,9 @@ __device__ __forceinline__ Pack<float, 4> shifted_affine(const float* __restrict
 // and the vector is moved out of the pair (shifted_affine), with the head a
 // compile-time constant (with_head). x with its L2 policy; weight and bias 16-byte
 // aligned or absent; 1,024 threads an SM (64 registers, no spill). Welford's
-// statistics only (launch_funnel_wb). 16-bit rows keep layernorm_shifted_wb_kernel:
-// in this form (a funnel shift for odd heads) they were slower. Numbers at
-// launch_rows.
+// statistics only (launch_funnel_wb), merged by off_boundary_norm. 16-bit rows keep
+// layernorm_shifted_wb_kernel: in this form (a funnel shift for odd heads) they
+// were slower. Numbers at launch_rows.
 template <typename T, int THREADS, int VPT, int METHOD>
 __global__ void __launch_bounds__(THREADS, 1024 / THREADS)
 layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
