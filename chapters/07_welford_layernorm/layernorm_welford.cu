@@ -1472,24 +1472,25 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
 
 // fp32 weight or bias for body vector k of a row whose body starts H elements
 // past a boundary (c = 4k): the vector H elements into p's vectors k and k + 1,
-// both loaded in program order (as kInOrder). Vector k + 1 is loaded whole only
-// where it lies inside the row; past the end its elements read as 0 (none of
-// them is used). p absent: `fill` (1 or 0).
-template <int H>
-__device__ __forceinline__ Pack<float, 4> shifted_affine(const float* __restrict__ p, int64_t c, int64_t cols,
+// both loaded in program order (as kInOrder). Vector k + 1 is loaded whole where
+// it lies inside p (hi_whole), else only its first H elements, the ones used,
+// which lie in the row. PRESENT: the caller has checked that p is there (no test
+// a slot); else p absent reads as `fill` (1 or 0).
+template <int H, bool PRESENT>
+__device__ __forceinline__ Pack<float, 4> shifted_affine(const float* __restrict__ p, int64_t c, bool hi_whole,
                                                          float fill) {
   using P = Pack<float, 4>;
-  if (p == nullptr) return constant_pack<float, 4>(fill);
+  if (!PRESENT && p == nullptr) return constant_pack<float, 4>(fill);
   const P lo = load_vec_in_order(reinterpret_cast<const P*>(p + c));
   if constexpr (H == 0) {
     return lo;
   } else {
     P hi;
-    if (c + 8 <= cols) {
+    if (hi_whole) {
       hi = load_vec_in_order(reinterpret_cast<const P*>(p + c + 4));
     } else {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) hi.w[e] = c + 4 + e < cols ? p[c + 4 + e] : 0.0f;
+      for (int e = 0; e < 4; ++e) hi.w[e] = e < H ? p[c + 4 + e] : 0.0f;
     }
     return funnel_pack<H>(lo, hi);
   }
@@ -1502,11 +1503,12 @@ __device__ __forceinline__ Pack<float, 4> shifted_affine(const float* __restrict
 // `head` elements into weight's and bias's vectors k and k + 1: both are loaded
 // and the vector is moved out of the pair (shifted_affine), with the head a
 // compile-time constant (with_head). x with its L2 policy; weight and bias 16-byte
-// aligned or absent; 1,024 threads an SM (64 registers, no spill). Welford's
+// aligned or absent (BOTH: both there, known at compile time, as kBoth in
+// load_affine); 1,024 threads an SM (64 registers, no spill). Welford's
 // statistics only (launch_funnel_wb), merged by off_boundary_norm. 16-bit rows keep
 // layernorm_shifted_wb_kernel: in this form (a funnel shift for odd heads) they
 // were slower. Numbers at launch_rows.
-template <typename T, int THREADS, int VPT, int METHOD>
+template <typename T, int THREADS, int VPT, int METHOD, bool BOTH>
 __global__ void __launch_bounds__(THREADS, 1024 / THREADS)
 layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                            T* __restrict__ y, int64_t cols, float inv_cols, float eps) {
@@ -1540,13 +1542,19 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   const Norm n = off_boundary_norm<kPairwise>(v, nk, has_edge, edge, shift, cols, inv_cols, eps, red);
   T* yr = y + static_cast<int64_t>(blockIdx.x) * cols;
   P* yv = reinterpret_cast<P*>(yr + s.head) + m.first;
+  // The slot index is opaque to the compiler from here on: without that, ptxas
+  // spilled in 3 of these kernels and in 4 put the last slot's load of x behind
+  // part of the statistics (blocks of 256 and 512 threads x 5 and 8 vectors).
+  int wb_first = m.first;
+  asm volatile("" : "+r"(wb_first));
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
       if (k < nk) {
-        const int64_t c = static_cast<int64_t>(m.first + k * THREADS) * N;
-        const P w = shifted_affine<decltype(head)::value>(weight, c, cols, 1.0f);
-        const P b = shifted_affine<decltype(head)::value>(bias, c, cols, 0.0f);
+        const int64_t c = static_cast<int64_t>(wb_first + k * THREADS) * N;
+        const bool hi_whole = c + 8 <= cols;
+        const P w = shifted_affine<decltype(head)::value, BOTH>(weight, c, hi_whole, 1.0f);
+        const P b = shifted_affine<decltype(head)::value, BOTH>(bias, c, hi_whole, 0.0f);
         store_vec_in_order(yv + k * THREADS, normalize_pack<T>(v[k], n, w, b));
       }
     }
@@ -2146,9 +2154,11 @@ template <typename T, int THREADS, int VPT>
 cudaError_t launch_funnel_wb(const Launch<T>& l) {
   if (!shifted_shape_fits<THREADS, VPT, 4>(l.cols)) return cudaErrorInvalidValue;
   return with_method<true>(l.method, [&](auto m) {
-    layernorm_funnel_wb_kernel<T, THREADS, VPT, decltype(m)::value>
-        <<<static_cast<unsigned>(l.rows), THREADS, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.cols, l.inv_cols,
-                                                                  l.eps);
+    constexpr int M = decltype(m)::value;
+    const auto kernel = l.weight && l.bias ? layernorm_funnel_wb_kernel<T, THREADS, VPT, M, true>
+                                           : layernorm_funnel_wb_kernel<T, THREADS, VPT, M, false>;
+    kernel<<<static_cast<unsigned>(l.rows), THREADS, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.cols, l.inv_cols,
+                                                                    l.eps);
     return cudaGetLastError();
   });
 }
