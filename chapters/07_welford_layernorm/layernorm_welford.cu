@@ -128,12 +128,11 @@
 //                (copy ~2,838-2,884 GB/s), H200 96.1-101.3% (copy ~3,922-3,999 GB/s); before
 //                the shaped kernels (launch_shaped), the H200 had measured 83.3-101.8% there,
 //                under 95% at 23 of the 48. Lengths not a multiple of the vector (1,033 to
-//                16,383 columns, 256 MiB): fp32 96.4-99.4% on an H100 at 1,102, 3,001,
-//                8,191, 12,289 and 16,383 (95% or more at every length measured since
-//                17c52a4), 89-98% on an H200 at 1,102 to 16,383 (under 95% at 4,097,
-//                10,001, 12,289 and 16,383); 16-bit 86-93% on an H200, 90-93% on an
-//                H100 (code 12df025 and the kernels it keeps from ead227f; notes at
-//                launch_rows).
+//                16,383 columns, 256 MiB): fp32 95.6-99.4% on an H100 at 1,102 to
+//                16,383 (95% or more at every length measured since 17c52a4), 88-99%
+//                on an H200 (code ababef3; under 95% at 9,001 to 16,383, 88-94%);
+//                16-bit 86-93% on an H200, 89-93% on an H100 (code 12df025 and the
+//                kernels it keeps from ead227f; notes at launch_rows).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
@@ -2402,13 +2401,27 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     of 4,096 and 16,384 halves made persistent (probe, the same bits where the same
 //     shape) ran at 94.3-96.4% of a copy against 99.5-100.4% (H100 …4197) and
 //     93.4-93.7% against 97.5-98.6% (H200 …8520), where R rows a block (above) lost
-//     more. Neither rows handed out by a global counter, so that the rows in flight
-//     stay one window (95.5-96.3%), nor the blocks of an SM started a part of a row's
-//     time apart (94.6-95.5%) closed it (H100 …0067, …2473; persistent 94.0-97.0%, the
-//     stage 99.6-100.4%). Under ncu (H100 …2473, one launch each, 16,384 halves): 91.1
-//     us against 86.9, the same DRAM bytes and about the same instructions (30.4 M,
-//     29.9 M), DRAM busy 81% of the time against 85%, and each instruction waited 13.5
-//     cycles on loads (long scoreboard) against 12.3: its loads are slower.
+//     more. Most of it is that SMs stream at different speeds: with rows handed out by
+//     a counter in global memory (probe, the counter left at zero by the kernel), the
+//     SMs of an H100 did 26 to 38 rows of 16,384 halves each, and the probe ran at
+//     97.1-97.8% of a copy where the same kernel with each block's rows fixed ran at
+//     93.9-95.7% and the stage at 99.9-100.8% (H100 …1788, …7381; a cudaMemsetAsync
+//     of the counter before each launch cost 0.5-1.4 points of the copy). The first
+//     counter probe (95.5-96.3%, …0067, …2473) had timed a torch.zeros fill kernel with
+//     it. Groups of a block sharing its rows through a counter in shared memory did
+//     not help (92.6-96.0%, …7381): the spread is between SMs. This kernel with rows
+//     handed out by counters, one a row class (zeroed each launch, in memory from
+//     cudaMallocAsync), was not faster (H200 …2019, 20 rounds, the time before over
+//     after): ties at 4,097, 8,191 and 16,383 halves (1.002-1.016), 0.969-0.979 at
+//     3,001, 0.935 at fp16 10,001, and 0.67-0.84 with a counter a row and warp (1,100
+//     and 1,801 halves), so it keeps fixed rows. Staggered block starts did not help
+//     either (94.6-95.5%, …2473). Under ncu (H100 …2473, one launch each, 16,384
+//     halves) the persistent probe took 91.1 us against 86.9, with the same DRAM bytes
+//     and about the same instructions (30.4 M, 29.9 M). On an H200 (…8686) rows of
+//     1,793 to 2,048 vectors as 512 x 4 with parts_norm tied with 256 x 8 (0.991-1.011
+//     at 14,501 and 16,383 halves), so they stay 256 x 8. Rows off the boundary at
+//     lengths not measured before (H100 …1788, this kernel): fp16 / bf16 1,033 91.6 /
+//     92.1%, 1,537 91.6 / 90.9%, 1,801 89.4 / 89.9% of a copy.
 //   Many fp32 rows off the vector boundary that move more than the L2, of 129 to
 //     4,096 vectors, for Welford, weight and bias 16-byte aligned: one row a
 //     block (layernorm_funnel_wb_kernel, shaped as launch_shaped), each body
@@ -2436,7 +2449,22 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     1,102, 8,191 and 16,383, ties at 3,001 and 12,289, 96.4-99.7%. H200 (…2180):
 //     1.028 at 10,001 (90.6% -> 93.4%), 1.008 at 6,001, a tie at 4,097, but 0.927
 //     at 2,050 (128 x 4, 96.9% -> 90.5%), so blocks of 64 and 128 threads keep the
-//     pairwise form (kPairwise in the kernel).
+//     pairwise form (kPairwise in the kernel). Under ncu (H200 …9082, one launch
+//     each) this kernel ran 16,383 floats in 70.3 us with 22.5 M instructions where
+//     the aligned kernel ran 16,384 in 63.3 us with 12.6 M (12,289: 68.1 us, 24.9 M;
+//     12,288: 63.5 us, 13.2 M); its loads waited longer (long scoreboard). A slot
+//     then tested weight and bias for null and, in 64 bits, whether the next vector
+//     lies in weight. With no null test where both are there (BOTH) and the part
+//     past weight's end read only for the elements used (ababef3, about half the
+//     machine code where both are there; 20 rounds, the time before over after): H200
+//     (…8686) 1.027-1.031 at 2,050 (96.5% -> 98.5-98.9%), 1.010-1.011 at 4,097
+//     (94.3% -> 95.3-95.4%), ties at 9,001, 10,001, 12,289 and 16,383 (88-94%); H100
+//     (…3325) ties at 1,102, 2,050, 4,097, 10,001 and 16,383, 0.994 [0.990, 0.998] at
+//     9,001 (99.2% -> 98.5%); 95.6-98.5% at all six. The same with the test in 32 bits
+//     on vector indices, known at compile time for all slots but the last two, took
+//     0.855-0.970 at 9,001 and 10,001 (H200 …9400, H100 …0737): ptxas put the last
+//     slot's load of x in blocks of 256 and 512 x 5 vectors behind part of the
+//     statistics. fp32 at 1,537 (H100 …1788, before ababef3): 98.7% of a copy.
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
