@@ -372,6 +372,13 @@ __device__ __forceinline__ Pack<float, 4> funnel_pack(const Pack<float, 4>& lo, 
   return out;
 }
 
+// v, opaque to the compiler from here on: work that depends on it (weight and
+// bias loads after a reduction) stays where the program puts it.
+__device__ __forceinline__ int opaque(int v) {
+  asm volatile("" : "+r"(v));
+  return v;
+}
+
 // Calls f with head (0 <= head < N, the same in the whole block) as a
 // compile-time constant: a chain of uniform branches.
 template <int N, int H = 0, typename F>
@@ -1392,13 +1399,12 @@ layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ wei
 // of at most 256 vectors): a warp a row instead, 32 x VPT slots, so that a row's
 // statistics take shuffles only, no barrier; the block's warps take consecutive
 // rows of its class. x with its L2 policy; weight and bias absent read as 1 and
-// 0. Welford's statistics only (launch_shifted_wb), merged by off_boundary_norm.
-// Numbers at launch_rows.
-template <typename T, int THREADS, int VPT, int METHOD, bool WARP_ROWS = false>
+// 0. Welford's statistics only (launch_rows sends method 0 alone here), merged by
+// off_boundary_norm. Numbers at launch_rows.
+template <typename T, int THREADS, int VPT, bool WARP_ROWS = false>
 __global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>))
 layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                             T* __restrict__ y, int64_t rows, int64_t cols, float inv_cols, float eps) {
-  static_assert(METHOD == 0, "Welford's statistics only");
   constexpr int N = 16 / sizeof(T);
   constexpr int kWarps = THREADS / 32;
   constexpr int kLanes = WARP_ROWS ? 32 : THREADS;  // threads a row
@@ -1456,8 +1462,7 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
     // Weight and bias are read after the reduction: the index is opaque to the
     // compiler from here on, or it would load them ahead, 8 registers a vector held
     // across the reduction (rows of a warp in 5 and 7 vectors spilled 4 to 12 bytes).
-    int wb_first = m.first;
-    if constexpr (!kPairwise) asm volatile("" : "+r"(wb_first));
+    const int wb_first = kPairwise ? m.first : opaque(m.first);
     T* yr = y + row * cols;
     P* yv = reinterpret_cast<P*>(yr + s.head) + m.first;
     const P* const wv = reinterpret_cast<const P*>(sw) + wb_first;
@@ -1504,15 +1509,15 @@ __device__ __forceinline__ Pack<float, 4> shifted_affine(const float* __restrict
 // compile-time constant (with_head). x with its L2 policy; weight and bias 16-byte
 // aligned or absent (BOTH: both there, known at compile time, as kBoth in
 // load_affine); 1,024 threads an SM (64 registers, no spill). Welford's
-// statistics only (launch_funnel_wb), merged by off_boundary_norm. 16-bit rows keep
+// statistics only (launch_rows sends method 0 alone here), merged by
+// off_boundary_norm. 16-bit rows keep
 // layernorm_shifted_wb_kernel: in this form (a funnel shift for odd heads) they
 // were slower. Numbers at launch_rows.
-template <typename T, int THREADS, int VPT, int METHOD, bool BOTH>
+template <typename T, int THREADS, int VPT, bool BOTH>
 __global__ void __launch_bounds__(THREADS, 1024 / THREADS)
 layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                            T* __restrict__ y, int64_t cols, float inv_cols, float eps) {
   static_assert(std::is_same_v<T, float>, "16-bit rows: layernorm_shifted_wb_kernel");
-  static_assert(METHOD == 0, "Welford's statistics only");
   constexpr int N = 4;
   constexpr int kWarps = THREADS / 32;
   using P = Pack<T, N>;
@@ -1544,8 +1549,7 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   // The slot index is opaque to the compiler from here on: without that, ptxas
   // spilled in 3 of these kernels and in 4 put the last slot's load of x behind
   // part of the statistics (blocks of 256 and 512 threads x 5 and 8 vectors).
-  int wb_first = m.first;
-  asm volatile("" : "+r"(wb_first));
+  const int wb_first = opaque(m.first);
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
@@ -2131,35 +2135,30 @@ cudaError_t launch_shifted_wb(const Launch<T>& l) {
   constexpr int kRowsAtOnce = WARP_ROWS ? THREADS / 32 : 1;
   if (!shifted_shape_fits<WARP_ROWS ? 32 : THREADS, VPT, N>(l.cols)) return cudaErrorInvalidValue;
   const int64_t bytes = 2 * ((l.cols + N - 1) / N * N) * static_cast<int64_t>(sizeof(T));
-  return with_method<true>(l.method, [&](auto m) {
-    const auto kernel = layernorm_shifted_wb_kernel<T, THREADS, VPT, decltype(m)::value, WARP_ROWS>;
-    int per_sm = 0;
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(bytes));
-    if (err == cudaSuccess) {
-      err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, static_cast<size_t>(bytes));
-    }
-    if (err != cudaSuccess) return err;
-    const int64_t classes = (l.rows + N * kRowsAtOnce - 1) / (N * kRowsAtOnce);  // blocks one class could use
-    int64_t blocks = static_cast<int64_t>(sm_count()) * per_sm / N;
-    blocks = (blocks < 1 ? 1 : blocks < classes ? blocks : classes) * N;
-    kernel<<<static_cast<unsigned>(blocks), THREADS, static_cast<size_t>(bytes), l.stream>>>(
-        l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps);
-    return cudaGetLastError();
-  });
+  const auto kernel = layernorm_shifted_wb_kernel<T, THREADS, VPT, WARP_ROWS>;
+  int per_sm = 0;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(bytes));
+  if (err == cudaSuccess) {
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, static_cast<size_t>(bytes));
+  }
+  if (err != cudaSuccess) return err;
+  const int64_t classes = (l.rows + N * kRowsAtOnce - 1) / (N * kRowsAtOnce);  // blocks one class could use
+  int64_t blocks = static_cast<int64_t>(sm_count()) * per_sm / N;
+  blocks = (blocks < 1 ? 1 : blocks < classes ? blocks : classes) * N;
+  kernel<<<static_cast<unsigned>(blocks), THREADS, static_cast<size_t>(bytes), l.stream>>>(
+      l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps);
+  return cudaGetLastError();
 }
 
 template <typename T, int THREADS, int VPT>
 cudaError_t launch_funnel_wb(const Launch<T>& l) {
   if (!shifted_shape_fits<THREADS, VPT, 4>(l.cols)) return cudaErrorInvalidValue;
-  return with_method<true>(l.method, [&](auto m) {
-    constexpr int M = decltype(m)::value;
-    const auto kernel = l.weight && l.bias ? layernorm_funnel_wb_kernel<T, THREADS, VPT, M, true>
-                                           : layernorm_funnel_wb_kernel<T, THREADS, VPT, M, false>;
-    kernel<<<static_cast<unsigned>(l.rows), THREADS, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.cols, l.inv_cols,
-                                                                    l.eps);
-    return cudaGetLastError();
-  });
+  const auto kernel = l.weight && l.bias ? layernorm_funnel_wb_kernel<T, THREADS, VPT, true>
+                                         : layernorm_funnel_wb_kernel<T, THREADS, VPT, false>;
+  kernel<<<static_cast<unsigned>(l.rows), THREADS, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.cols, l.inv_cols,
+                                                                  l.eps);
+  return cudaGetLastError();
 }
 
 // FEW: a few-rows launch (see launch_rows): the method fixed at compile time and
