@@ -379,6 +379,13 @@ __device__ __forceinline__ int opaque(int v) {
   return v;
 }
 
+// The same for a vector of floats: what the compiler computed from it before is
+// not reused after.
+__device__ __forceinline__ Pack<float, 4> opaque(Pack<float, 4> v) {
+  asm volatile("" : "+f"(v.w[0]), "+f"(v.w[1]), "+f"(v.w[2]), "+f"(v.w[3]));
+  return v;
+}
+
 // Calls f with head (0 <= head < N, the same in the whole block) as a
 // compile-time constant: a chain of uniform branches.
 template <int N, int H = 0, typename F>
@@ -1474,44 +1481,48 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
   }
 }
 
-// fp32 weight or bias for body vector k of a row whose body starts H elements
-// past a boundary (c = 4k): the vector H elements into p's vectors k and k + 1,
-// both loaded in program order (as kInOrder). Vector k + 1 is loaded whole where
-// it lies inside p (hi_whole), else only its first H elements, the ones used,
-// which lie in the row. PRESENT: the caller has checked that p is there (no test
-// a slot); else p absent reads as `fill` (1 or 0).
-template <int H, bool PRESENT>
-__device__ __forceinline__ Pack<float, 4> shifted_affine(const float* __restrict__ p, int64_t c, bool hi_whole,
-                                                         float fill) {
+// fp32 weight's or bias's vector at element c (a multiple of 4), or the vector
+// after it (NEXT): that one whole where it lies in p, else only its first H
+// elements, the ones a shift by H uses, which lie in the row. Loaded in program
+// order (as kInOrder). PRESENT: the caller has checked that p is there (no test a
+// slot); else p absent reads as `fill` (1 or 0).
+template <bool NEXT, int H, bool PRESENT>
+__device__ __forceinline__ Pack<float, 4> affine_vec(const float* __restrict__ p, int64_t c, int64_t cols,
+                                                     float fill) {
   using P = Pack<float, 4>;
   if (!PRESENT && p == nullptr) return constant_pack<float, 4>(fill);
-  const P lo = load_vec_in_order(reinterpret_cast<const P*>(p + c));
-  if constexpr (H == 0) {
-    return lo;
-  } else {
-    P hi;
-    if (hi_whole) {
-      hi = load_vec_in_order(reinterpret_cast<const P*>(p + c + 4));
-    } else {
+  if (!NEXT) return load_vec_in_order(reinterpret_cast<const P*>(p + c));
+  if (c + 8 <= cols) return load_vec_in_order(reinterpret_cast<const P*>(p + c + 4));
+  P r;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) hi.w[e] = e < H ? p[c + 4 + e] : 0.0f;
-    }
-    return funnel_pack<H>(lo, hi);
+  for (int e = 0; e < 4; ++e) r.w[e] = e < H ? p[c + 4 + e] : 0.0f;
+  return r;
+}
+
+// The first H elements of the next lane's `mine` into `next`, unless `own` (the
+// thread loaded them itself). Every lane of the warp must call it.
+template <int H>
+__device__ __forceinline__ void from_next_lane(const Pack<float, 4>& mine, bool own, Pack<float, 4>& next) {
+#pragma unroll
+  for (int e = 0; e < H; ++e) {
+    const float v = __shfl_down_sync(kFullMask, mine.w[e], 1);
+    if (!own) next.w[e] = v;
   }
 }
 
 // Many fp32 rows whose starts are not all on a 16-byte boundary (a length not a
 // multiple of 4, such as 4,097, or x a view off it), past the L2: one row a
 // block, as layernorm_affine_block_kernel, its body vectors in THREADS x VPT
-// slots, head and tail elements (at most 6) one to a thread. Body vector k lies
-// `head` elements into weight's and bias's vectors k and k + 1: both are loaded
-// and the vector is moved out of the pair (shifted_affine), with the head a
-// compile-time constant (with_head). x with its L2 policy; weight and bias 16-byte
+// slots, head and tail elements (at most 6) one to a thread. Body vector j lies
+// `head` elements into weight's and bias's vectors j and j + 1, and is moved out
+// of the pair (funnel_pack), with the head a compile-time constant (with_head);
+// a lane loads vector j + 1 itself or, in blocks of 256 threads and more, takes
+// it from the next lane (below). x with its L2 policy; weight and bias 16-byte
 // aligned or absent (BOTH: both there, known at compile time, as kBoth in
 // load_affine); 1,024 threads an SM (64 registers, no spill). Welford's
 // statistics only (launch_rows sends method 0 alone here), merged by
-// off_boundary_norm. 16-bit rows keep
-// layernorm_shifted_wb_kernel: in this form (a funnel shift for odd heads) they
+// off_boundary_norm. 16-bit rows keep layernorm_shifted_wb_kernel: in this form
+// (a byte permute for odd heads, with or without the next lane's vector) they
 // were slower. Numbers at launch_rows.
 template <typename T, int THREADS, int VPT, bool BOTH>
 __global__ void __launch_bounds__(THREADS, 1024 / THREADS)
@@ -1550,16 +1561,46 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   // spilled in 3 of these kernels and in 4 put the last slot's load of x behind
   // part of the statistics (blocks of 256 and 512 threads x 5 and 8 vectors).
   const int wb_first = opaque(m.first);
+  // Body vector j lies `head` elements into weight's and bias's vectors j and j + 1.
+  // In blocks of 256 threads and more a lane loads vector j alone, as the aligned
+  // kernels do, and takes what it needs of j + 1 from the next lane, whose slot k
+  // holds it (shuffles); but a warp's last lane, the lane before slot_map's wrap
+  // (first = THREADS - 1: vector THREADS is the next lane's next slot) and the row's
+  // last body vector load it themselves, in the same round of loads. Blocks of 64
+  // and 128 threads load both vectors in every lane (kFromNextLane false; numbers
+  // at launch_rows).
+  constexpr bool kFromNextLane = THREADS >= 256;
+  const bool next_lane_has_next = kFromNextLane && tid % 32 != 31 && wb_first != THREADS - 1;
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
+    constexpr int H = decltype(head)::value;
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
-      if (k < nk) {
-        const int64_t c = static_cast<int64_t>(wb_first + k * THREADS) * N;
-        const bool hi_whole = c + 8 <= cols;
-        const P w = shifted_affine<decltype(head)::value, BOTH>(weight, c, hi_whole, 1.0f);
-        const P b = shifted_affine<decltype(head)::value, BOTH>(bias, c, hi_whole, 0.0f);
-        store_vec_in_order(yv + k * THREADS, normalize_pack<T>(v[k], n, w, b));
+      const bool in_row = k < nk;
+      if (!kFromNextLane && !in_row) continue;  // no shuffles: the slot's lane alone
+      const int j = wb_first + k * THREADS;
+      const int64_t c = static_cast<int64_t>(j) * N;
+      const bool own_next = !next_lane_has_next || j + 1 >= nb;
+      P w{}, b{}, w_next{}, b_next{};
+      if (in_row) {
+        w = affine_vec<false, H, BOTH>(weight, c, cols, 1.0f);
+        b = affine_vec<false, H, BOTH>(bias, c, cols, 0.0f);
+        if (H > 0 && own_next) {
+          w_next = affine_vec<true, H, BOTH>(weight, c, cols, 1.0f);
+          b_next = affine_vec<true, H, BOTH>(bias, c, cols, 0.0f);
+        }
       }
+      if constexpr (H > 0) {
+        if constexpr (kFromNextLane) {  // outside `in_row`: every lane takes part
+          from_next_lane<H>(w, own_next, w_next);
+          from_next_lane<H>(b, own_next, b_next);
+        }
+        w = funnel_pack<H>(w, w_next);
+        b = funnel_pack<H>(b, b_next);
+      }
+      // x's vector opaque in each head's branch: without it ptxas spilled 4 bytes
+      // in blocks of 256 and 512 threads x 8 vectors.
+      const P xk = kFromNextLane ? opaque(v[k]) : v[k];
+      if (in_row) store_vec_in_order(yv + k * THREADS, normalize_pack<T>(xk, n, w, b));
     }
   });
   if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, n);
