@@ -87,7 +87,7 @@
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 86-93% of a copy,
 //     against 52-89% for the peeled kernels; fp32 rows (a length not a multiple
 //     of 4) take one row a block with each vector's weight and bias moved out of
-//     two aligned vectors (layernorm_funnel_wb_kernel): 87-100%, against 72-98%
+//     two aligned vectors (layernorm_funnel_wb_kernel): 90-100%, against 72-98%
 //     (launch_rows has the numbers).
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
@@ -128,9 +128,10 @@
 //                (copy ~2,838-2,884 GB/s), H200 96.1-101.3% (copy ~3,922-3,999 GB/s); before
 //                the shaped kernels (launch_shaped), the H200 had measured 83.3-101.8% there,
 //                under 95% at 23 of the 48. Lengths not a multiple of the vector (1,033 to
-//                16,383 columns, 256 MiB): fp32 95.6-99.4% on an H100 at 1,102 to
-//                16,383 (95% or more at every length measured since 17c52a4), 88-99%
-//                on an H200 (code ababef3; under 95% at 9,001 to 16,383, 88-94%);
+//                16,383 columns, 256 MiB): fp32 95.2-100.2% on an H100 at 1,102 to
+//                16,383 (code c8bccb3; 95% or more at every length measured since
+//                17c52a4), 90-100% on an H200 (code c8bccb3; under 95% at 9,001 to
+//                16,383: 90.2-94.6%, 10,001 at 95.3% on another H200);
 //                16-bit 86-93% on an H200, 89-93% on an H100 (code 12df025 and the
 //                kernels it keeps from ead227f; notes at launch_rows).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
@@ -2390,7 +2391,11 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     16,383 halves); the next row copied into shared memory (cp.async) while
 //     this one is written, 0.94-1.02 (…4010); one row a block with weight and
 //     bias funnel-shifted out of two aligned vectors (fp32's kernel, next) 0.68-
-//     1.00 (…9787), 0.76-0.93 with the head a run-time value (…5351). Taking the class's split, the thread's
+//     1.00 (…9787), 0.76-0.93 with the head a run-time value (…5351), and with
+//     vector j + 1 from the next lane (fp32's kernel since c8bccb3; the pairwise
+//     merge, as parts_norm spilled) 0.573-0.702 at 1,100 and 1,801 halves and
+//     0.791-0.909 at 4,097 to 16,383 (H200 …4681, fp16 and bf16: 50-80% of a
+//     copy against 87-92%). Taking the class's split, the thread's
 //     slot count and edge once before its rows, and testing slots by count
 //     (946382b; 1,102, 2,050, 4,097, 6,001, 10,001 and 16,383 halves, 20 rounds,
 //     the time before over after): H200 (…7078) 1.011-1.075, 8 ahead and 4 ties,
@@ -2505,6 +2510,20 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     0.855-0.970 at 9,001 and 10,001 (H200 …9400, H100 …0737): ptxas put the last
 //     slot's load of x in blocks of 256 and 512 x 5 vectors behind part of the
 //     statistics. fp32 at 1,537 (H100 …1788, before ababef3): 98.7% of a copy.
+//     In blocks of 256 threads and more, vector j + 1 of weight and bias from the
+//     next lane (shuffles), a second load only in the lanes whose next lane does
+//     not hold it (c8bccb3; 20 rounds, the time before over after): H200 (…2528)
+//     1.019 at 12,289 (92.4% -> 94.1%) and 16,383 (88.9% -> 90.2%), ties at 1,102,
+//     2,050, 3,001, 4,097, 6,001, 9,001 and 10,001 (1.011 [1.000, 1.023] and 1.012
+//     [0.998, 1.024] at the last two); H100 (…1136) ties at the same nine (0.996-
+//     1.006), 95.2-100.2%. The same shuffles in every block size, earlier: H200
+//     (…4681) 1.015 at 12,289 and 1.019 at 16,383; H200 (…3808) 1.018 at 10,001
+//     (94.0% -> 95.3%), a tie at 16,383, but 0.983-0.993 at 2,050 and 3,001 (128
+//     threads); H100 (…2370) 0.984 [0.979, 0.996] at 3,001 (128 x 6), ties
+//     elsewhere. So blocks of 64 and 128 threads keep two loads (kFromNextLane).
+//     The next slot's weight and bias loaded before this slot's store spilled 16
+//     to 68 bytes in every shape of 256 and 512 threads at 64 registers (in plain
+//     loads, left to the compiler, 20 to 136); not measured.
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
