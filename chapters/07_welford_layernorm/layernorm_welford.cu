@@ -2395,7 +2395,16 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     vector j + 1 from the next lane (fp32's kernel since c8bccb3; the pairwise
 //     merge, as parts_norm spilled) 0.573-0.702 at 1,100 and 1,801 halves and
 //     0.791-0.909 at 4,097 to 16,383 (H200 …4681, fp16 and bf16: 50-80% of a
-//     copy against 87-92%). Taking the class's split, the thread's
+//     copy against 87-92%). Much of that is the pairwise merge: with Chan's merge
+//     of all the threads at once (parts_norm; 256 x 4 and 512 x 4, 20 rounds, fp16)
+//     it ran 8,191 and 16,383 halves at 88.7-89.4% and 83.4-84.2% of a copy, the
+//     shifted kernel 92.4-92.6% and 88.4-88.6% (H200 …4828, …7711). On aligned
+//     rows of 8,192 and 16,384 halves, where only its code for head 0 runs, the
+//     pairwise form ran at 90.4% and 83.1% (…6814), Chan's at 97.5-97.7% and
+//     94.0-94.2%, the aligned kernel in the same shape at 98.9-99.7% and 98.6-
+//     99.3%; the aligned kernels' merge of full rows (merge_even) measured the same
+//     as Chan's (…4828), and slot 0's weight and bias loaded before the reduction
+//     lost (94.6% and 74.6%, …7711). Taking the class's split, the thread's
 //     slot count and edge once before its rows, and testing slots by count
 //     (946382b; 1,102, 2,050, 4,097, 6,001, 10,001 and 16,383 halves, 20 rounds,
 //     the time before over after): H200 (…7078) 1.011-1.075, 8 ahead and 4 ties,
