@@ -2531,8 +2531,11 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     threads); H100 (…2370) 0.984 [0.979, 0.996] at 3,001 (128 x 6), ties
 //     elsewhere. So blocks of 64 and 128 threads keep two loads (kFromNextLane).
 //     The next slot's weight and bias loaded before this slot's store spilled 16
-//     to 68 bytes in every shape of 256 and 512 threads at 64 registers (in plain
-//     loads, left to the compiler, 20 to 136); not measured.
+//     to 68 bytes in every shape of 256 and 512 threads at 64 registers; not
+//     measured. Weight and bias in plain loads, left to the compiler (8 to 108
+//     bytes spilled), took 0.952-0.977 of this form's speed at 9,001 to 16,383 floats
+//     and 1.013 at 4,097 (H200 …2013, 20 rounds), with y in plain stores too
+//     0.929-0.961 at 9,001 to 16,383; so both stay in program order.
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
