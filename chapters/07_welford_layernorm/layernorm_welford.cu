@@ -2395,7 +2395,7 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     vector j + 1 from the next lane (fp32's kernel since c8bccb3; the pairwise
 //     merge, as parts_norm spilled) 0.573-0.702 at 1,100 and 1,801 halves and
 //     0.791-0.909 at 4,097 to 16,383 (H200 …4681, fp16 and bf16: 50-80% of a
-//     copy against 87-92%). Much of that is the pairwise merge: with Chan's merge
+//     copy against 87-93%). Much of that is the pairwise merge: with Chan's merge
 //     of all the threads at once (parts_norm; 256 x 4 and 512 x 4, 20 rounds, fp16)
 //     it ran 8,191 and 16,383 halves at 88.7-89.4% and 83.4-84.2% of a copy, the
 //     shifted kernel 92.4-92.6% and 88.4-88.6% (H200 …4828, …7711). On aligned
@@ -2527,9 +2527,10 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     [0.998, 1.024] at the last two); H100 (…1136) ties at the same nine (0.996-
 //     1.006), 95.2-100.2%. The same shuffles in every block size, earlier: H200
 //     (…4681) 1.015 at 12,289 and 1.019 at 16,383; H200 (…3808) 1.018 at 10,001
-//     (94.0% -> 95.3%), a tie at 16,383, but 0.983-0.993 at 2,050 and 3,001 (128
-//     threads); H100 (…2370) 0.984 [0.979, 0.996] at 3,001 (128 x 6), ties
-//     elsewhere. So blocks of 64 and 128 threads keep two loads (kFromNextLane).
+//     (94.0% -> 95.3%), a tie at 16,383, 0.983-0.993 at 2,050 and 3,001 (128
+//     threads; intervals up to 1.000-1.001); H100 (…2370) 0.984 [0.979, 0.996] at
+//     3,001 (128 x 6), 1.012 at 1,102, ties elsewhere. So blocks of 64 and 128
+//     threads keep two loads (kFromNextLane).
 //     The next slot's weight and bias loaded before this slot's store spilled 16
 //     to 68 bytes in every shape of 256 and 512 threads at 64 registers; not
 //     measured. Weight and bias in plain loads, left to the compiler (8 to 108
