@@ -84,7 +84,7 @@
 //     where it does not fill them (launch_shaped; Welford only). Many 16-bit rows
 //     off the vector boundary past the L2 (a length not a multiple of 8) take,
 //     for Welford, a kernel that shifts weight and bias into shared memory for
-//     each of the 8 row offsets (layernorm_shifted_wb_kernel): 86-93% of a copy,
+//     each of the 8 row offsets (layernorm_shifted_wb_kernel): 83-97% of a copy,
 //     against 52-89% for the peeled kernels; fp32 rows (a length not a multiple
 //     of 4) take one row a block with each vector's weight and bias moved out of
 //     two aligned vectors (layernorm_funnel_wb_kernel): 90-100%, against 72-98%
@@ -132,8 +132,11 @@
 //                16,383 (code c8bccb3; 95% or more at every length measured since
 //                17c52a4), 90-100% on an H200 (code c8bccb3; under 95% at 9,001 to
 //                16,383: 90.2-94.6%, 10,001 at 95.3% on another H200);
-//                16-bit 86-93% on an H200, 89-93% on an H100 (code 12df025 and the
-//                kernels it keeps from ead227f; notes at launch_rows).
+//                16-bit 83-93% on an H200 (fp16 12,289 at 82.9-83.0% in two probe runs,
+//                …7039 and …8036, copy ~3,940 GB/s), 89-93% on an H100 (code 12df025 and
+//                the kernels it keeps from ead227f; notes at launch_rows); rows of 129 to
+//                256 vectors (1,033 to 2,047 halves), two rows a warp (launch_shifted_wb):
+//                92.7-96.9% on an H100, 90.4-95.9% on an H200.
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
@@ -1401,8 +1404,9 @@ layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ wei
 // offset: block b takes the rows r = b (mod N), and first copies weight and bias
 // into shared memory shifted by that offset (the head), so that body vector k's
 // weight and bias are vector k there, two 16-byte loads as in the aligned kernels.
-// Persistent: the grid is the blocks that fit at once, a multiple of N, each
-// looping over its class's rows. A row's nb body vectors in THREADS x VPT slots;
+// The grid is a multiple of N, each block looping over its class's rows:
+// persistent (the blocks that fit at once) in the block form, two rows a warp
+// with WARP_ROWS (see launch_shifted_wb). A row's nb body vectors in THREADS x VPT slots;
 // head and tail elements (at most 2 x (N - 1)) one to a thread. WARP_ROWS (rows
 // of at most 256 vectors): a warp a row instead, 32 x VPT slots, so that a row's
 // statistics take shuffles only, no barrier; the block's warps take consecutive
@@ -1999,7 +2003,10 @@ int sm_count() {
 // bytes per SM per microsecond (false if a query fails): an H200 36.5 KB (4.8
 // TB/s over 132 SMs), an H100 25.4 KB (3.35 TB/s). Some kernel choices differ
 // between the two (launch_rows). The peak is two transfers per memory clock,
-// each the width of the bus.
+// each the width of the bus. Asked once per process: asked at every launch, it
+// kept the host long enough that launches timed behind a 0.5 ms device-side spin
+// rather than the bench's gate spread widely, those that asked it and no others
+// (book/results.md, 2026-11-28).
 int l2_bytes() {  // 0 if the query fails (cleared: the launch reports its own error)
   int device = 0, l2 = 0;
   if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess) {
@@ -2010,16 +2017,19 @@ int l2_bytes() {  // 0 if the query fails (cleared: the launch reports its own e
 }
 
 bool fast_memory_per_sm() {
-  const int sms = sm_count();
-  int device = 0, clock_khz = 0, bus_bits = 0;
-  if (sms <= 0 || cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
-    cudaGetLastError();  // clear it: the launch reports its own error
-    return false;
-  }
-  const double bytes_per_sm_per_us = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / sms * 1e-6;
-  return bytes_per_sm_per_us > kFastMemoryBytesPerSmPerUs;
+  static const bool fast = [] {  // once per process, which uses one kind of GPU (as chapters 06 and 08)
+    const int sms = sm_count();
+    int device = 0, clock_khz = 0, bus_bits = 0;
+    if (sms <= 0 || cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
+      cudaGetLastError();  // clear it: the launch reports its own error
+      return false;
+    }
+    const double bytes_per_sm_per_us = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / sms * 1e-6;
+    return bytes_per_sm_per_us > kFastMemoryBytesPerSmPerUs;
+  }();
+  return fast;
 }
 
 // Whether a launch moves more bytes (x read, y written) than the L2 holds: only
@@ -2159,10 +2169,21 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
 }
 
 // Dynamic shared memory for layernorm_shifted_wb_kernel: weight and bias, each of
-// cols rounded up to the vector. Its grid: the blocks that fit at once, rounded
-// down to a multiple of N (one block a row class at least), no more than the rows
-// need. The attribute and the occupancy are asked at each launch: this path only
-// takes launches that move more than the L2.
+// cols rounded up to the vector. Its grid, a multiple of N (one block a row class
+// at least), no more than the rows need: for rows of a block each, the blocks that
+// fit at once; for rows of a warp each (WARP_ROWS), enough blocks that each warp
+// takes two rows of its class. A persistent grid waits for its slowest SM (see
+// launch_rows); blocks of 128 threads whose weight and bias are a few KB refill
+// the SMs as they free. Rows a warp each, 256 MiB, 40 paired rounds, persistent
+// time over two rows a warp: H100 (…6072) 1.024-1.065 at 1,033, 1,100, 1,300,
+// 1,537, 1,801 and 2,047 halves, fp16 and bf16, 90.0-93.1% -> 92.7-96.9% of a
+// copy (2,863-2,872 GB/s); H200 (…8036) 1.058 at fp16 1,033 (90.7% -> 95.9%) and
+// 1.021 at bf16 2,047 (88.6% -> 90.4%; copy 3,939-3,942 GB/s). Four rows a warp
+// measured 1.013-1.033 (H100) and 1.008-1.036 (H200), 8 and 16 0.83-1.01. For
+// rows of a block each, 2 to 16 rows a block lost to the persistent grid
+// (0.89-1.00 at 3,001, 8,191, 10,001 and 12,289 halves, H200 …8036). The
+// attribute and the occupancy are asked at each launch: this path only takes
+// launches that move more than the L2.
 // The shape slot_map assumes: a row's body, whatever its head (at most N - 1
 // elements), leaves only the last slot of some of its LANES threads empty.
 template <int LANES, int VPT, int N>
@@ -2186,7 +2207,7 @@ cudaError_t launch_shifted_wb(const Launch<T>& l) {
   }
   if (err != cudaSuccess) return err;
   const int64_t classes = (l.rows + N * kRowsAtOnce - 1) / (N * kRowsAtOnce);  // blocks one class could use
-  int64_t blocks = static_cast<int64_t>(sm_count()) * per_sm / N;
+  int64_t blocks = WARP_ROWS ? (classes + 1) / 2 : static_cast<int64_t>(sm_count()) * per_sm / N;
   blocks = (blocks < 1 ? 1 : blocks < classes ? blocks : classes) * N;
   kernel<<<static_cast<unsigned>(blocks), THREADS, static_cast<size_t>(bytes), l.stream>>>(
       l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps);
