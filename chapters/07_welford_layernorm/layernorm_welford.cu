@@ -2207,7 +2207,9 @@ cudaError_t launch_shifted_wb(const Launch<T>& l) {
   }
   if (err != cudaSuccess) return err;
   const int64_t classes = (l.rows + N * kRowsAtOnce - 1) / (N * kRowsAtOnce);  // blocks one class could use
-  int64_t blocks = WARP_ROWS ? (classes + 1) / 2 : static_cast<int64_t>(sm_count()) * per_sm / N;
+  constexpr int64_t kRowsAWarp = 2;  // WARP_ROWS: rows each warp takes (above)
+  int64_t blocks = WARP_ROWS ? (classes + kRowsAWarp - 1) / kRowsAWarp
+                             : static_cast<int64_t>(sm_count()) * per_sm / N;
   blocks = (blocks < 1 ? 1 : blocks < classes ? blocks : classes) * N;
   kernel<<<static_cast<unsigned>(blocks), THREADS, static_cast<size_t>(bytes), l.stream>>>(
       l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps);
