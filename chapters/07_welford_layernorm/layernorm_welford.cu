@@ -1999,14 +1999,6 @@ int sm_count() {
   return sms;
 }
 
-// Whether the current GPU's memory streams more than kFastMemoryBytesPerSmPerUs
-// bytes per SM per microsecond (false if a query fails): an H200 36.5 KB (4.8
-// TB/s over 132 SMs), an H100 25.4 KB (3.35 TB/s). Some kernel choices differ
-// between the two (launch_rows). The peak is two transfers per memory clock,
-// each the width of the bus. Asked once per process: asked at every launch, it
-// kept the host long enough that launches timed behind a 0.5 ms device-side spin
-// rather than the bench's gate spread widely, those that asked it and no others
-// (book/results.md, 2026-11-28).
 int l2_bytes() {  // 0 if the query fails (cleared: the launch reports its own error)
   int device = 0, l2 = 0;
   if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess) {
@@ -2016,8 +2008,17 @@ int l2_bytes() {  // 0 if the query fails (cleared: the launch reports its own e
   return l2;
 }
 
+// Whether the current GPU's memory streams more than kFastMemoryBytesPerSmPerUs
+// bytes per SM per microsecond (false if a query fails): an H200 36.5 KB (4.8
+// TB/s over 132 SMs), an H100 25.4 KB (3.35 TB/s). Some kernel choices differ
+// between the two (launch_rows). The peak is two transfers per memory clock,
+// each the width of the bus. Asked once per process, which uses one kind of GPU
+// (as chapters 06 and 08 do): asked at every launch, it kept the host long enough
+// that launches timed behind a 0.5 ms device-side spin rather than the bench's
+// gate spread widely, those that asked it and no others (book/results.md,
+// 2026-11-28).
 bool fast_memory_per_sm() {
-  static const bool fast = [] {  // once per process, which uses one kind of GPU (as chapters 06 and 08)
+  static const bool fast = [] {
     const int sms = sm_count();
     int device = 0, clock_khz = 0, bus_bits = 0;
     if (sms <= 0 || cudaGetDevice(&device) != cudaSuccess ||
@@ -2182,8 +2183,8 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
 // measured 1.013-1.033 (H100) and 1.008-1.036 (H200), 8 and 16 0.83-1.01. For
 // rows of a block each, 2 to 16 rows a block lost to the persistent grid
 // (0.89-1.00 at 3,001, 8,191, 10,001 and 12,289 halves, H200 …8036). The
-// attribute and the occupancy are asked at each launch: this path only takes
-// launches that move more than the L2.
+// attribute (and for the persistent grid the occupancy) is asked at each launch:
+// this path only takes launches that move more than the L2.
 // The shape slot_map assumes: a row's body, whatever its head (at most N - 1
 // elements), leaves only the last slot of some of its LANES threads empty.
 template <int LANES, int VPT, int N>
@@ -2202,7 +2203,7 @@ cudaError_t launch_shifted_wb(const Launch<T>& l) {
   int per_sm = 0;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(bytes));
-  if (err == cudaSuccess) {
+  if (err == cudaSuccess && !WARP_ROWS) {  // the persistent grid's size
     err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, static_cast<size_t>(bytes));
   }
   if (err != cudaSuccess) return err;
