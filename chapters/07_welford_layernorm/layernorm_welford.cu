@@ -136,7 +136,8 @@
 //                …7039 and …8036, copy ~3,940 GB/s), 89-93% on an H100 (code 12df025 and
 //                the kernels it keeps from ead227f; notes at launch_rows); rows of 129 to
 //                256 vectors (1,033 to 2,047 halves), two rows a warp (launch_shifted_wb):
-//                92.7-96.9% on an H100, 90.4-95.9% on an H200.
+//                92.7-96.9% on an H100, 88.6-96.6% on an H200 (…2800, copy ~3,950 GB/s;
+//                94.9-96.6% at 5 vectors a lane, 1,033 and 1,100 halves, 88.6-91.0% at 6 to 8).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
@@ -2182,9 +2183,12 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
 // 1.021 at bf16 2,047 (88.6% -> 90.4%; copy 3,939-3,942 GB/s). Four rows a warp
 // measured 1.013-1.033 (H100) and 1.008-1.036 (H200), 8 and 16 0.83-1.01. For
 // rows of a block each, 2 to 16 rows a block lost to the persistent grid
-// (0.89-1.00 at 3,001, 8,191, 10,001 and 12,289 halves, H200 …8036). The
-// attribute (and for the persistent grid the occupancy) is asked at each launch:
-// this path only takes launches that move more than the L2.
+// (0.89-1.00 at 3,001, 8,191, 10,001 and 12,289 halves, H200 …8036). Against
+// two rows a warp in blocks of 128 (H200 …2800, …5859, 40 rounds, 1,033 to 2,047
+// halves): one row a warp 0.941-0.981, blocks of 256 or 512 ties (0.994-1.007),
+// 256 with one row a warp 0.947-0.980. The attribute (and for the persistent
+// grid the occupancy) is asked at each launch: this path only takes launches that
+// move more than the L2.
 // The shape slot_map assumes: a row's body, whatever its head (at most N - 1
 // elements), leaves only the last slot of some of its LANES threads empty.
 template <int LANES, int VPT, int N>
