@@ -2161,6 +2161,9 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
     // statistics each row merges (16,383 halves: 1.04-1.06 on an H200, 0.99 on an
     // H100, where 14,501 measured 0.97-0.98). 8 vectors at 64 and 128 threads took
     // 0.86-0.89 of 128 x 4's and 256 x 4's speed at 4,097 and 8,191 halves (H200).
+    // Rows off the boundary in at most 4 vectors a thread (blocks of up to 512, 1,024
+    // threads an SM) took 0.98-1.02 of these shapes' speed at 3,001 to 16,383 halves
+    // and 0.86 at 10,001 (H200 …5419).
     if constexpr (SHIFTED) {
       if (fast_memory_per_sm()) return launch_shaped_block<T, 256, 8, 8, true>(l, nvec);
     }
