@@ -69,6 +69,12 @@ def test_misaligned_tensors(kernel, offset):
     op.call_stage(ops, inputs, out, variant)
     op.check(out, op.reference(inputs), dtype, f"offset {offset}")
     assert torch.isnan(obuf[:offset]).all(), "wrote outside the output"
+    # The output the op allocates starts as far past a 16-byte boundary as x, so
+    # that the 16-byte paths (x and out misaligned alike) still apply.
+    allocated = op.call_stage(ops, inputs, None, variant)
+    assert allocated.data_ptr() % 16 == inputs["x"].data_ptr() % 16, "allocated out misaligned unlike x"
+    assert allocated.is_contiguous() and allocated.shape == inputs["x"].shape
+    op.check(allocated, op.reference(inputs), dtype, f"offset {offset}, allocated out")
 
 
 def test_random_rows_offsets_and_outputs(kernel):

@@ -4,13 +4,13 @@
 // torch.ops.<KERNELBOOK_NS>.gelu(x, approximate, variant) and gelu_out(..., out).
 // variant: 0 one element per thread, 1 pairs (half2 / bfloat162 / float2),
 // 2 16-byte packs, 3 half-precision math (fp16, tanh form only: the trap).
-#include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/string_view.h>
 
 #include "checks.h"
 #include "library.h"
+#include "output.h"
 #include "stage_dtypes.h"
 
 #ifdef KERNELBOOK_DTYPE_F32
@@ -52,7 +52,7 @@ at::Tensor& gelu_out(const at::Tensor& x, c10::string_view approximate, int64_t 
 }
 
 at::Tensor gelu(const at::Tensor& x, c10::string_view approximate, int64_t variant) {
-  at::Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);
+  at::Tensor out = kernelbook::empty_output_like(x);
   gelu_out(x, approximate, variant, out);
   return out;
 }

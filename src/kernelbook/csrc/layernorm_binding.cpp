@@ -3,13 +3,13 @@
 // KERNELBOOK_NS; the ops appear as torch.ops.<KERNELBOOK_NS>.layer_norm(x, weight,
 // bias, eps, method) and layer_norm_out(..., out). weight and bias may be None.
 // method: 0 Welford + Chan merge (the stage), 1 two-pass, 2 one-pass E[x^2]-E[x]^2.
-#include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <optional>
 
 #include "checks.h"
 #include "library.h"
+#include "output.h"
 #include "stage_dtypes.h"
 
 #ifdef KERNELBOOK_DTYPE_F32
@@ -60,7 +60,7 @@ at::Tensor& layer_norm_out(const at::Tensor& x, const std::optional<at::Tensor>&
 
 at::Tensor layer_norm(const at::Tensor& x, const std::optional<at::Tensor>& weight,
                       const std::optional<at::Tensor>& bias, double eps, int64_t method) {
-  at::Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);
+  at::Tensor out = kernelbook::empty_output_like(x);
   layer_norm_out(x, weight, bias, eps, method, out);
   return out;
 }

@@ -6,12 +6,12 @@
 //   KERNELBOOK_DTYPE_*   those element types (see stage_dtypes.h)
 //   KERNELBOOK_NS        a unique op namespace, e.g. kb02_1a2b3c4d
 // and the ops appear as torch.ops.<KERNELBOOK_NS>.rms_norm / rms_norm_out.
-#include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "checks.h"
 #include "library.h"
+#include "output.h"
 #include "stage_dtypes.h"
 
 #ifdef KERNELBOOK_DTYPE_F32
@@ -51,7 +51,7 @@ at::Tensor& rms_norm_out(const at::Tensor& x, const at::Tensor& weight, double e
 }
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
-  at::Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);
+  at::Tensor out = kernelbook::empty_output_like(x);
   rms_norm_out(x, weight, eps, out);
   return out;
 }
