@@ -32,7 +32,8 @@
 // Variants 1-3 need x and y aligned to the access width: a shared misalignment (a
 // view starting 2 bytes into its allocation) peels a scalar head until aligned, then
 // runs the vector body and a scalar tail; different misalignments of x and y fall
-// back to the scalar kernel. No access leaves [x, x + n) or [y, y + n).
+// back to the scalar kernel. No access leaves [x, x + n) or [y, y + n). So a caller
+// allocates y as far past a 16-byte boundary as x (x = t[1:] of rows of odd length).
 //
 // Semantics (torch's F.gelu): load, widen to fp32, compute in fp32, round once to the
 // output dtype (round to nearest even). Written for accuracy, with no clamping:

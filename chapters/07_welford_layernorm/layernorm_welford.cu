@@ -52,7 +52,9 @@
 //     body in between still moves in 16-byte vectors (weight and bias too when
 //     the body starts at a multiple of the vector width, else element-wise).
 //   * scalar: x and y misaligned differently; element by element, still one
-//     read of x.
+//     read of x. So a caller allocates y as far past a 16-byte boundary as x
+//     (x = t[1:] of rows of odd length: 29-45% of a copy on an H200 with y
+//     aligned, 87-92% with y at x's offset; book/results.md).
 //   Row lengths, in vectors of the path (4 floats, 8 halves, or 1 element), for
 //   the rows not taken by the first case:
 //   * a few aligned rows (at most 256, a launch of one wave) of 9 to 2,048

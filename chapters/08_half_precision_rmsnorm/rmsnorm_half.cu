@@ -28,7 +28,8 @@
 //     packs move in 8-, 4- or 2-byte pieces instead (the widest the address allows).
 //     The weight is read from L1/L2 by every row, so its narrower loads cost
 //     instructions, not DRAM bandwidth; x and y always move in 16-byte packs unless
-//     y's offset from x is not a multiple of 16 bytes (then y moves in pieces too).
+//     y's offset from x is not a multiple of 16 bytes (then y moves in pieces too),
+//     so a caller allocates y as far past a 16-byte boundary as x.
 //   * An aligned copy of every kernel. When x, weight and y are 16-byte aligned and
 //     a row is a whole number of packs (the usual case), every row is all body: a
 //     template flag removes the peel at compile time, which saves registers and
