@@ -2197,9 +2197,12 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
 // (0.89-1.00 at 3,001, 8,191, 10,001 and 12,289 halves, H200 …8036). Against
 // two rows a warp in blocks of 128 (H200 …2800, …5859, 40 rounds, 1,033 to 2,047
 // halves): one row a warp 0.941-0.981, blocks of 256 or 512 ties (0.994-1.007),
-// 256 with one row a warp 0.947-0.980. The attribute (and for the persistent
-// grid the occupancy) is asked at each launch: this path only takes launches that
-// move more than the L2.
+// 256 with one row a warp 0.947-0.980. Nor (H200s, book/results.md): each row's
+// body brought into shared memory a row ahead by a bulk copy (0.88-1.06); weight
+// and bias shifted once a launch into global memory for a row kernel that is not
+// persistent (0.70-1.01); one chain of butterflies for the merge (0.86-1.06). The
+// attribute (and for the persistent grid the occupancy) is asked at each launch:
+// this path only takes launches that move more than the L2.
 // The shape slot_map assumes: a row's body, whatever its head (at most N - 1
 // elements), leaves only the last slot of some of its LANES threads empty.
 template <int LANES, int VPT, int N>
