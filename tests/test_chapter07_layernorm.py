@@ -334,3 +334,41 @@ def test_row_pairs_past_the_grid_cap(ops):
     out = ops.layer_norm(x, w, b, OP.eps, 0)
     for part in (slice(0, 64), slice(131_040, rows)):
         OP.check(out[part], reference.layer_norm(x[part], w, b, OP.eps), torch.float32, f"rows {part}")
+
+
+def far_first_rows(rows, cols, dtype):
+    """N(0, 1) rows whose first element lies 1e2, 1e3, 1e4 or 3e4 times the row's mean
+    |x| away from zero (either sign, at most 6e4: fp16's range), every 16th row also
+    offset by 1e3 as a whole. The stage's shift is x[0]: for these rows it lies far
+    from the mean, and fp32 ones take recentered's second pass."""
+    x = torch.randn(rows, cols, device="cuda")
+    k = torch.arange(rows, device="cuda")
+    scale = torch.tensor([1e2, 1e3, 1e4, 3e4], device="cuda")[k % 4]
+    big = (scale * x.abs().mean(dim=1)).clamp(max=6e4)
+    x[:, 0] = torch.where(k % 8 < 4, big, -big)
+    x[k % 16 == 15] += 1e3
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_rows_whose_first_element_is_far_from_the_rest(ops, dtype):
+    # x[0] (the shift) 1e2 to 3e4 times the row's mean |x|: with the shift alone fp32
+    # rows came out at up to 8 times the tolerance; the stage (Welford) takes their
+    # statistics again about the mean (the two-pass comparison keeps the shift's
+    # limit, as the chapter says). Every fp32 kernel: short rows
+    # (warp groups, 128 floats two a thread), a few rows a block each, rows within and
+    # past the L2 at and between the powers of two and off the vector boundary, rows
+    # past the registers (streaming), x a view one element in with out at x's offset
+    # (peeled) and aligned (scalar); weight and bias both, one, or none.
+    method = STAGE.variant("welford")
+    past_l2 = bench.l2_bytes() // (2 * dtype.itemsize)
+    cases = [(4099, 128), (3000, 500), (37, 1000), (8, 4096), (5, 3001), (257, 4096), (257, 16384)]
+    cases += [(past_l2 // c + 3, c) for c in (1024, 4096, 5000, 8192, 16384, 4097, 16383)]
+    cases += [(300, 6000), (4, 40000), (3, 65537)]
+    for rows, cols in cases:
+        check_weight_and_bias_cases(ops, far_first_rows(rows, cols, dtype), method, f"{rows} x {cols}")
+    for out_start in (1, None):
+        rows, cols = 300, 2000
+        x = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[1:].view(rows, cols)
+        x.copy_(far_first_rows(rows, cols, dtype))
+        check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}, one element in, out at {out_start}", out_start)

@@ -31,15 +31,24 @@
 // The limit of this shift: a first element far from the rest. m is then about
 // -x[0], held only to x[0]'s ulp, and x - x[0] rounds at that scale too. fp32 rows
 // with x[0] at 1e2 to 3e4 times the row's mean |x| came out at 1.3 to 8 times the
-// fp32 tolerance for 4,096 to 65,536 columns (0.6-0.8 at 1,024; torch 0.01-1.3;
-// H200, book/results.md). fp16 and bf16 outputs round far above it (0.19-0.24, as
-// torch). Not fixed here: a shift near the mean (a second pass for such rows).
+// fp32 tolerance for 4,096 to 65,536 columns with the shift alone (0.6-0.8 at
+// 1,024; torch 0.01-1.3; H200, book/results.md). So fp32 rows are held as they
+// are (not less the shift), and a row whose shift lies more than 4 standard
+// deviations from its mean (|m| * rstd, known after the first reduction) has its
+// statistics taken again about that mean and is normalized about it (recentered):
+// a second reduction for such rows only, in the stage (method 0; method 1 below
+// keeps the limit). On those rows: 0.06 of the fp32 tolerance at worst (6.41
+// before, torch 0.57); ordinary rows as fast as before but 0.980 at 3,000 floats,
+// and rows that all take the second reduction at 0.90-1.00 (H200 …8371,
+// book/results/probes/recenter-h200.json). fp16 and bf16 outputs round far above
+// that error (0.19-0.24 of their tolerance, as torch) and keep the one pass.
 //
 // method (the launcher's argument; the notebook compares them):
 //   0  Welford + Chan as above (the stage).
 //   1  two-pass over the register-resident row: a block sum for the mean, then a
 //      second block sum of d = x - mean and d^2, whose sum(d) corrects the mean
-//      (corrected_two_pass below). Stable; two reductions instead of one.
+//      (corrected_two_pass below). Stable; two reductions instead of one. It
+//      keeps the shift's limit above (no second reduction for far rows).
 //   2  one pass of sum and sum of squares, var = E[x^2] - E[x]^2 in fp32. Kept only
 //      to show the failure: nothing is clamped, a negative variance becomes NaN.
 //
@@ -392,6 +401,11 @@ __device__ __forceinline__ int opaque(int v) {
   return v;
 }
 
+__device__ __forceinline__ float opaque(float v) {
+  asm volatile("" : "+f"(v));
+  return v;
+}
+
 // The same for a vector of floats: what the compiler computed from it before is
 // not reused after.
 __device__ __forceinline__ Pack<float, 4> opaque(Pack<float, 4> v) {
@@ -621,6 +635,11 @@ struct GroupReduce {
     a = group_sum<G>(a);
     b = group_sum<G>(b);
   }
+  // Whether p holds for any row of the warp: a reduction that only some rows need
+  // is run by every lane (the shuffles take the whole warp). A vote even where the
+  // warp is one row: ptxas then knows a branch on it is uniform (see recentered).
+  __device__ __forceinline__ bool any(bool p) { return __any_sync(kFullMask, p); }
+  __device__ __forceinline__ void sum2_same_slots(float& a, float& b) { sum2(a, b); }
 };
 
 // One row per block of WARPS warps: each warp merges its lanes into lane 0,
@@ -682,6 +701,20 @@ struct BlockReduce {
     a = group_sum<WARPS>(v[0]);
     b = group_sum<WARPS>(v[1]);
   }
+  // The block's one row: p, computed from merged results, is the same in every
+  // thread; the vote tells ptxas so (see recentered).
+  __device__ __forceinline__ bool any(bool p) { return __any_sync(kFullMask, p); }
+
+  // sum2 for a reduction only some rows take (recentered), leaving the parity as
+  // it was: a barrier after the read, so that no warp writes these slots again
+  // before every warp has read them. The parity then stays a compile-time constant
+  // wherever it was one (with it flipped on one path only, the kernels kept it and
+  // the slots' addresses in registers, and spilled).
+  __device__ __forceinline__ void sum2_same_slots(float& a, float& b) {
+    sum2(a, b);
+    __syncthreads();
+    parity ^= 1;
+  }
 };
 
 // sum / cols, correctly rounded in practice: the product with the rounded
@@ -708,9 +741,10 @@ __device__ __forceinline__ void corrected_two_pass(float mean0, float sum_d, flo
 }
 
 // How a row is normalized: (x - mean) * rstd = (x - center) * rstd + offset, with
-// center = the shift (x[0]) and offset = -m * rstd, m = mean - x[0] computed from
-// the shifted values: x - x[0] is exact and m is small, so one fma does the rest
-// and nothing of the size of the row's offset is ever rounded.
+// center = the shift (x[0], or near the mean: recentered) and offset = -m * rstd,
+// m = mean - center computed from the shifted values: x - x[0] is exact and m is
+// small, so one fma does the rest and nothing of the size of the row's offset is
+// ever rounded.
 struct Norm {
   float center, rstd, offset;
 };
@@ -718,6 +752,57 @@ struct Norm {
 __device__ __forceinline__ Norm shifted_norm(float shift, float m, float var, float eps) {
   const float rstd = rsqrtf(var + eps);
   return {shift, rstd, -m * rstd};
+}
+
+// fp32 rows whose shift lies far from their mean ("Shift" above): more than
+// kFarShift standard deviations, |m| * rstd, which is the Norm's |offset|. Such a
+// row's statistics are taken again about c = center + m, the first pass's mean,
+// from the same registers: sums of x - c and (x - c)^2, one more reduction and
+// no second read. c lies within a few of x[0]'s ulps of the mean, far below the
+// row's spread, so var = E[(x - c)^2] - E[x - c]^2 has nothing to cancel; the row
+// is then normalized about c. x[0] of a row of Gaussian values lies that far from
+// the mean in about one row of 16,000; below it the shift costs at most a few
+// 1e-7 of the output (4 standard deviations of rounding at 2^-24). sums(c, s, q)
+// adds the thread's sums of x - c and (x - c)^2 to s and q. Every thread of `red`
+// calls this: a warp of several rows takes the second reduction if any row needs
+// it, and the others keep their first result.
+// Register pressure: the branch is on a vote (Reduce::any), which ptxas knows to
+// be the same across the warp. On a plain predicate, kernels at their register
+// limit (fp32 rows of 2,048, 16,383 and 32,768 columns) spilled up to 116 bytes in
+// the path every row takes and ran 4.6-7.4% slower on an H200; the sums in a
+// function out of line moved the row to local memory (book/results.md).
+// Only the stage's method 0 recenters: the two-pass method 1, kept for the
+// notebook's comparison, holds the shift's limit (with it, its kernels spilled).
+constexpr float kFarShift = 4.0f;
+
+template <class Reduce, class Sums>
+__device__ __forceinline__ Norm recentered(Norm n, float inv_cols, float eps, Reduce& red, Sums&& sums) {
+  const bool far = fabsf(n.offset) > kFarShift;  // false for a NaN row
+  if (red.any(far)) {
+    const float c = n.center - __fdividef(n.offset, n.rstd);
+    float sum = 0.0f, sum_sq = 0.0f;
+    sums(c, sum, sum_sq);
+    red.sum2_same_slots(sum, sum_sq);
+    const float m = sum * inv_cols;
+    const Norm r = shifted_norm(c, m, fmaxf(sum_sq * inv_cols - m * m, 0.0f), eps);
+    if (far) n = r;
+  }
+  // The normalize's x - center, opaque: else the compiler keeps the statistics'
+  // x - x[0] for it, in registers across the second reduction.
+  n.center = opaque(n.center);
+  return n;
+}
+
+// A thread's sums for recentered: its valid vectors and its edge element, if any.
+template <typename T, int N, int VPT>
+__device__ __forceinline__ void thread_sums_about(const Pack<T, N> (&v)[VPT], int nk, bool has_edge, float edge,
+                                                  float c, float& s, float& q) {
+  thread_dev_sums(v, nk, c, 0.0f, s, q);
+  if (has_edge) {
+    const float d = edge - c;
+    s += d;
+    q += d * d;
+  }
 }
 
 // How to normalize a row whose elements are held by the threads of `red`: each
@@ -728,9 +813,9 @@ __device__ __forceinline__ Norm shifted_norm(float shift, float m, float var, fl
 // launch's row length says so, the same for all its rows), so Welford merges
 // through even_merge.
 template <class Reduce, typename T, int N, int VPT>
-__device__ __forceinline__ Norm row_stats(int method, const Pack<T, N> (&v)[VPT], int nk, bool has_edge,
-                                          float edge, float shift, float cols, float inv_cols, float eps,
-                                          bool even, Reduce& red) {
+__device__ __forceinline__ Norm row_stats_about(int method, const Pack<T, N> (&v)[VPT], int nk, bool has_edge,
+                                                float edge, float shift, float cols, float inv_cols, float eps,
+                                                bool even, Reduce& red) {
   float mean, var;
   if (method == 0) {
     Stats s = thread_welford(v, nk, shift);
@@ -761,6 +846,24 @@ __device__ __forceinline__ Norm row_stats(int method, const Pack<T, N> (&v)[VPT]
     var = q * inv_cols - mean * mean;  // the unstable shortcut: may be negative
   }
   return shifted_norm(shift, mean, var, eps);
+}
+
+// row_stats_about the shift; with kRecenter (fp32 rows held as they are, not less
+// the shift), about the row's mean where the shift lies far from it (method 0, see
+// recentered): the Norm's center says which.
+template <bool kRecenter = false, class Reduce, typename T, int N, int VPT>
+__device__ __forceinline__ Norm row_stats(int method, const Pack<T, N> (&v)[VPT], int nk, bool has_edge,
+                                          float edge, float shift, float cols, float inv_cols, float eps,
+                                          bool even, Reduce& red) {
+  const Norm n = row_stats_about(method, v, nk, has_edge, edge, shift, cols, inv_cols, eps, even, red);
+  if constexpr (kRecenter) {
+    if (method == 0) {
+      return recentered(n, inv_cols, eps, red, [&](float c, float& s, float& q) {
+        thread_sums_about(v, nk, has_edge, edge, c, s, q);
+      });
+    }
+  }
+  return n;
 }
 
 // Welford's statistics of a row off the vector boundary (layernorm_shifted_wb_kernel,
@@ -933,14 +1036,20 @@ __device__ __forceinline__ int slots_in_row(const SlotMap& m, int nb) {
 // The statistics of a row off the boundary (the next two kernels): Chan's merge of
 // all the threads at once (parts_norm), or for the PAIRWISE form Welford's with
 // the pairwise merge (row_stats). edge is the thread's edge element, if it has one.
-template <bool PAIRWISE, class Reduce, typename T, int N, int VPT>
+// kRecenter: fp32, see recentered.
+template <bool PAIRWISE, bool kRecenter, class Reduce, typename T, int N, int VPT>
 __device__ __forceinline__ Norm off_boundary_norm(const Pack<T, N> (&v)[VPT], int nk, bool has_edge, float edge,
                                                   float shift, int64_t cols, float inv_cols, float eps,
                                                   Reduce& red) {
   if constexpr (PAIRWISE) {
-    return row_stats(0, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, false, red);
+    return row_stats<kRecenter>(0, v, nk, has_edge, edge, shift, static_cast<float>(cols), inv_cols, eps, false,
+                                red);
   } else {
-    return parts_norm(thread_welford(v, nk, shift), has_edge, edge - shift, shift, inv_cols, eps, red);
+    const Norm n = parts_norm(thread_welford(v, nk, shift), has_edge, edge - shift, shift, inv_cols, eps, red);
+    if constexpr (!kRecenter) return n;
+    return recentered(n, inv_cols, eps, red, [&](float c, float& s, float& q) {
+      thread_sums_about(v, nk, has_edge, edge, c, s, q);
+    });
   }
 }
 
@@ -988,10 +1097,11 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
   static_assert(!(FULL && PEEL), "a full row has no head or tail");
   using P = Pack<T, N>;
   // The slice (at most 4 vectors) as shifted floats, as in the block kernel, for
-  // fp32 and bf16. Not for fp16: its conversion is one instruction an element,
-  // and with the float slice ptxas spilled (H200, fp16 at 1,024 columns: 84% of
-  // a copy against 96%).
-  constexpr bool kFloatRow = !PEEL && N > 1 && !std::is_same_v<T, __half>;
+  // bf16. Not for fp16: its conversion is one instruction an element, and with
+  // the float slice ptxas spilled (H200, fp16 at 1,024 columns: 84% of a copy
+  // against 96%). fp32 keeps x itself (kRecenter).
+  constexpr bool kFloatRow = !PEEL && N > 1 && std::is_same_v<T, __nv_bfloat16>;
+  constexpr bool kRecenter = std::is_same_v<T, float>;  // see recentered
   const int lane = threadIdx.x % 32, t = lane % G;
   GroupReduce<G> red;
   const bool has_affine = weight != nullptr && bias != nullptr;
@@ -1050,7 +1160,7 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
       n = row_stats(method, f, nk, false, 0.0f, 0.0f, cols_f, inv_cols, eps, even, red);
       store_row(f, n);
     } else {
-      n = row_stats(method, v, nk, has_edge, edge, shift, cols_f, inv_cols, eps, even, red);
+      n = row_stats<kRecenter>(method, v, nk, has_edge, edge, shift, cols_f, inv_cols, eps, even, red);
       store_row(v, n);
     }
     if constexpr (PEEL) {
@@ -1302,19 +1412,19 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
       if (in_row(k)) v[j][k] = kKeepX ? load_vec_keep_in_l2(src) : load_vec(src);
     }
   const auto out = [&](int j) { return reinterpret_cast<P*>(y + start[j]) + t; };  // row j's slot 0
+  constexpr bool kRecenter = std::is_same_v<T, float>;  // see recentered
   if constexpr (WB == WbLoad::kLate) {
-    // The row as shifted floats (as kFloatRow in layernorm_block_kernel: the same
-    // bits as the other branch), weight and bias read after the reduction.
+    // fp32 rows, weight and bias read after the reduction and converted at once.
+    static_assert(kRecenter, "kLate is for fp32 rows");
     const float shift = METHOD == 2 ? 0.0f : to_float(x[start[0]]);  // "Shift" above
-    Pack<float, N> f[VPT];
-    shifted_floats(v[0], shift, f);
-    const Norm n = row_stats(METHOD, f, kTail ? nk : VPT, false, 0.0f, 0.0f, cols, inv_cols, eps, !kTail, red);
+    const Norm n =
+        row_stats<kRecenter>(METHOD, v[0], kTail ? nk : VPT, false, 0.0f, shift, cols, inv_cols, eps, !kTail, red);
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
       if (!in_row(k)) continue;
       float w[N], b[N];
       load_affine<true, T, N>(weight, bias, static_cast<int64_t>(t + k * STRIDE) * N, true, w, b);
-      store_vec(out(0) + k * STRIDE, normalize_pack<T>(f[k], n, w, b));
+      store_vec(out(0) + k * STRIDE, normalize_pack<T>(v[0][k], n, w, b));
     }
   } else {
     // The row kept in T. kEarly loads weight and bias here, with x; kInOrder
@@ -1345,7 +1455,8 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
     Norm n[R];
 #pragma unroll
     for (int j = 0; j < R; ++j)
-      n[j] = row_stats(METHOD, v[j], kTail ? nk : VPT, false, 0.0f, shift[j], cols, inv_cols, eps, !kTail, red);
+      n[j] = row_stats<kRecenter>(METHOD, v[j], kTail ? nk : VPT, false, 0.0f, shift[j], cols, inv_cols, eps,
+                                  !kTail, red);
 #pragma unroll
     for (int j = 0; j < R; ++j) {
       P* const yv = out(j);
@@ -1479,7 +1590,8 @@ layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weigh
       if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * kLanes);
     const float edge = has_edge ? to_float(xr[edge_at]) : 0.0f;
     const float shift = to_float(xr[0]);  // "Shift" above
-    const Norm n = off_boundary_norm<kPairwise>(v, nk, has_edge, edge, shift, cols, inv_cols, eps, red);
+    constexpr bool kRecenter = std::is_same_v<T, float>;  // see recentered
+    const Norm n = off_boundary_norm<kPairwise, kRecenter>(v, nk, has_edge, edge, shift, cols, inv_cols, eps, red);
     // Weight and bias are read after the reduction: the index is opaque to the
     // compiler from here on, or it would load them ahead, 8 registers a vector held
     // across the reduction (rows of a warp in 5 and 7 vectors spilled 4 to 12 bytes).
@@ -1568,7 +1680,7 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   const bool has_edge = tid < s.head + s.tail;
   const float edge = has_edge ? to_float(xr[s.edge_index(tid, N)]) : 0.0f;
   const float shift = to_float(xr[0]);  // "Shift" above
-  const Norm n = off_boundary_norm<kPairwise>(v, nk, has_edge, edge, shift, cols, inv_cols, eps, red);
+  const Norm n = off_boundary_norm<kPairwise, true>(v, nk, has_edge, edge, shift, cols, inv_cols, eps, red);  // fp32
   T* yr = y + static_cast<int64_t>(blockIdx.x) * cols;
   P* yv = reinterpret_cast<P*>(yr + s.head) + m.first;
   // The slot index is opaque to the compiler from here on: without that, ptxas
@@ -1669,13 +1781,14 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
   // elsewhere they would hold registers across it.
   constexpr bool kEarlyAffine = METHOD >= 0;
   // A slice of 3 or 4 whole vectors (at most 32 elements) is converted to float
-  // once, already shifted, and kept that way for the statistics and the
-  // normalize: each element is then converted once, not twice, and its normalize
-  // is two fmas. Other slices stay as T and are converted when used: larger ones
+  // once, already shifted (16-bit; fp32 is held as it is), and kept that way for
+  // the statistics and the normalize: each element is then converted once, not
+  // twice, and its normalize is two fmas. Other slices stay as T and are converted when used: larger ones
   // (16-bit elements: half the registers), and those that share the registers
   // with early weights or peeled edges (ptxas spilled those).
   constexpr bool kFloatRow = !PEEL && !kEarlyAffine && N > 1 && VPT <= 4 && VPT * N <= 32;
   constexpr bool kSplitAffine = !PEEL && !kEarlyAffine && !kFloatRow;  // see load_wb
+  constexpr bool kRecenter = std::is_same_v<T, float>;                 // see recentered
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
   const int tid = threadIdx.x;
@@ -1752,15 +1865,18 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
     const float cols_f = static_cast<float>(cols);
     Norm n;
     if constexpr (kFloatRow) {
+      // 16-bit slices as floats less the shift: statistics about 0 (the compiler
+      // drops the subtractions), so the Norm's center is 0 too. fp32 slices are x
+      // itself (the conversion is nothing), kept for recentered.
+      const float held = kRecenter ? 0.0f : shift;
       Pack<float, N> f[VPT];
-      shifted_floats(v, shift, f);
-      // Statistics of the shifted floats with shift 0 (the compiler drops the
-      // subtractions), so the Norm's center is 0 too; the edge needs the real one.
-      const Norm nf = row_stats(method, f, nk, has_edge, edge - shift, 0.0f, cols_f, inv_cols, eps, even, red);
+      shifted_floats(v, held, f);
+      const Norm nf = row_stats<kRecenter>(method, f, nk, has_edge, edge - held, kRecenter ? shift : 0.0f, cols_f,
+                                           inv_cols, eps, even, red);
       store_row(f, nf);
-      n = Norm{shift, nf.rstd, nf.offset};
+      n = Norm{nf.center + held, nf.rstd, nf.offset};
     } else {
-      n = row_stats(method, v, nk, has_edge, edge, shift, cols_f, inv_cols, eps, even, red);
+      n = row_stats<kRecenter>(method, v, nk, has_edge, edge, shift, cols_f, inv_cols, eps, even, red);
       store_row(v, n);
     }
     if constexpr (PEEL) {
@@ -1827,8 +1943,9 @@ layernorm_row_pair_kernel(const T* __restrict__ x, const T* __restrict__ weight,
     }
     const float sa = method == 2 ? 0.0f : to_float(xa[0]);  // "Shift" above
     const float sb = method == 2 ? 0.0f : to_float(xb[0]);
-    const Norm norm_a = row_stats(method, va, nk, false, 0.0f, sa, cols_f, inv_cols, eps, even, red);
-    const Norm norm_b = row_stats(method, vb, nk, false, 0.0f, sb, cols_f, inv_cols, eps, even, red);
+    constexpr bool kRecenter = std::is_same_v<T, float>;  // see recentered
+    const Norm norm_a = row_stats<kRecenter>(method, va, nk, false, 0.0f, sa, cols_f, inv_cols, eps, even, red);
+    const Norm norm_b = row_stats<kRecenter>(method, vb, nk, false, 0.0f, sb, cols_f, inv_cols, eps, even, red);
     P* yva = reinterpret_cast<P*>(y + row * cols) + tid;
     P* yvb = two ? yva + cols / N : yva;
     auto store = [&](auto both) {
@@ -1948,7 +2065,19 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
       mean = a * inv_cols;
       var = q * inv_cols - mean * mean;
     }
-    const Norm n = shifted_norm(shift, mean, var, eps);
+    Norm n = shifted_norm(shift, mean, var, eps);
+    if constexpr (std::is_same_v<T, float>) {  // see recentered: one more sweep for such rows
+      if (method == 0) {
+        n = recentered(n, inv_cols, eps, red, [&](float c, float& sum, float& sum_sq) {
+          sweep([&](const P(&v)[kUnroll], int nk, int64_t) { thread_dev_sums(v, nk, c, 0.0f, sum, sum_sq); });
+          if (has_edge) {
+            const float d = edge - c;
+            sum += d;
+            sum_sq += d * d;
+          }
+        });
+      }
+    }
 
     P* yv = reinterpret_cast<P*>(yr + s.head);
     const bool vec = !PEEL || (wb_vec && s.head == 0);
