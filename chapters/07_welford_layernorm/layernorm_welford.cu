@@ -38,9 +38,9 @@
 // statistics taken again about that mean and is normalized about it (recentered):
 // a second reduction for such rows only, in the stage (method 0; method 1 below
 // keeps the limit). On those rows: 0.06 of the fp32 tolerance at worst (6.41
-// before, torch 0.57); ordinary rows as fast as before but 0.980 at 3,000 floats,
-// and rows that all take the second reduction at 0.90-1.00 (H200 …8371,
-// book/results/probes/recenter-h200.json). fp16 and bf16 outputs round far above
+// before, torch 0.57); ordinary rows as fast as before (0.991-1.004 at 128 to
+// 65,536 floats), rows that all take the second reduction at 0.90-1.00, and a far
+// row in a launch of one wave costs it about 0.4 us (H200s, book/results.md). fp16 and bf16 outputs round far above
 // that error (0.19-0.24 of their tolerance, as torch) and keep the one pass.
 //
 // method (the launcher's argument; the notebook compares them):
@@ -197,7 +197,7 @@ constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on t
 // any of them (launch_shaped builds Welford's kernels only: in methods 1 and 2 the
 // fp32 ones of 7 and 8 vectors spilled 8-16 bytes).
 // When affine_row reads weight and bias: together with x (kEarly); after the
-// reduction (kLate: fp32, the row held as shifted floats); after the reduction,
+// reduction (kLate: fp32 rows, see affine_row); after the reduction,
 // one vector at a time in program order (kInOrder: 16-bit, the row kept in T).
 enum class WbLoad { kEarly, kLate, kInOrder };
 template <typename T, int THREADS, int VPT, WbLoad WB = WbLoad::kEarly>
@@ -403,6 +403,11 @@ __device__ __forceinline__ int opaque(int v) {
 
 __device__ __forceinline__ float opaque(float v) {
   asm volatile("" : "+f"(v));
+  return v;
+}
+
+__device__ __forceinline__ std::uintptr_t opaque(std::uintptr_t v) {
+  asm volatile("" : "+l"(v));
   return v;
 }
 
@@ -757,8 +762,8 @@ __device__ __forceinline__ Norm shifted_norm(float shift, float m, float var, fl
 // fp32 rows whose shift lies far from their mean ("Shift" above): more than
 // kFarShift standard deviations, |m| * rstd, which is the Norm's |offset|. Such a
 // row's statistics are taken again about c = center + m, the first pass's mean,
-// from the same registers: sums of x - c and (x - c)^2, one more reduction and
-// no second read. c lies within a few of x[0]'s ulps of the mean, far below the
+// from the same registers (affine_row's kLate reads x again): sums of x - c and
+// (x - c)^2, one more reduction. c lies within a few of x[0]'s ulps of the mean, far below the
 // row's spread, so var = E[(x - c)^2] - E[x - c]^2 has nothing to cancel; the row
 // is then normalized about c. x[0] of a row of Gaussian values lies that far from
 // the mean in about one row of 16,000; below it the shift costs at most a few
@@ -775,16 +780,26 @@ __device__ __forceinline__ Norm shifted_norm(float shift, float m, float var, fl
 // notebook's comparison, holds the shift's limit (with it, its kernels spilled).
 constexpr float kFarShift = 4.0f;
 
+__device__ __forceinline__ bool far_from_mean(const Norm& n) {
+  return fabsf(n.offset) > kFarShift;  // false for a NaN row
+}
+
+// The second pass: the row's Norm about c = center + m.
+template <class Reduce, class Sums>
+__device__ __forceinline__ Norm about_the_mean(const Norm& n, float inv_cols, float eps, Reduce& red, Sums&& sums) {
+  const float c = n.center - __fdividef(n.offset, n.rstd);
+  float sum = 0.0f, sum_sq = 0.0f;
+  sums(c, sum, sum_sq);
+  red.sum2_same_slots(sum, sum_sq);
+  const float m = sum * inv_cols;
+  return shifted_norm(c, m, fmaxf(sum_sq * inv_cols - m * m, 0.0f), eps);
+}
+
 template <class Reduce, class Sums>
 __device__ __forceinline__ Norm recentered(Norm n, float inv_cols, float eps, Reduce& red, Sums&& sums) {
-  const bool far = fabsf(n.offset) > kFarShift;  // false for a NaN row
+  const bool far = far_from_mean(n);
   if (red.any(far)) {
-    const float c = n.center - __fdividef(n.offset, n.rstd);
-    float sum = 0.0f, sum_sq = 0.0f;
-    sums(c, sum, sum_sq);
-    red.sum2_same_slots(sum, sum_sq);
-    const float m = sum * inv_cols;
-    const Norm r = shifted_norm(c, m, fmaxf(sum_sq * inv_cols - m * m, 0.0f), eps);
+    const Norm r = about_the_mean(n, inv_cols, eps, red, sums);
     if (far) n = r;
   }
   // The normalize's x - center, opaque: else the compiler keeps the statistics'
@@ -1240,9 +1255,9 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // kernel's, same rounds: H200 1.065-1.134; H100 1.002, 1.003 (fp16), 1.002, 1.000
 // (bf16), where over the row-pair kernel it measured 0.993 [0.991, 0.996] once.
 // kLate (fp32 rows of 16,384 on such a GPU): weight and bias are read after the
-// reduction after all, and the row is held as shifted floats (the same bits as
-// the early kernel), so that 512 x 8 fits in 64 registers and two blocks share
-// each SM; with them early it takes 128 and one block has the SM to itself,
+// reduction after all (the row held as loaded, as in the early kernel; before
+// the recentering, as shifted floats), so that 512 x 8 fits in 64 registers and
+// two blocks share each SM; with them early it takes 128 and one block has the SM to itself,
 // which sits idle on memory while that block reduces. H200, 256 MiB, 40 paired
 // rounds, early time over late: 1.020 and 1.022 (92.1 -> 93.4 and 93.4 -> 95.4%
 // of a copy; two probes before, 92.2 -> 94.3 and 92.7 -> 94.4; a 20-round run
@@ -1413,8 +1428,13 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
     }
   const auto out = [&](int j) { return reinterpret_cast<P*>(y + start[j]) + t; };  // row j's slot 0
   constexpr bool kRecenter = std::is_same_v<T, float>;  // see recentered
-  if constexpr (WB == WbLoad::kLate) {
-    // fp32 rows, weight and bias read after the reduction and converted at once.
+  // fp32 rows held as they are, or, shaped to the block in at most 6 vectors a
+  // thread, as x - x[0] (below).
+  constexpr bool kHeldShifted = kTail && VPT <= 6;
+  if constexpr (WB == WbLoad::kLate && !kHeldShifted) {
+    // fp32 rows (4,096 and 16,384 floats on a GPU like the H200, shaped ones of 7 or 8
+    // vectors a thread) held as they are, weight and bias read after the reduction
+    // and converted at once.
     static_assert(kRecenter, "kLate is for fp32 rows");
     const float shift = METHOD == 2 ? 0.0f : to_float(x[start[0]]);  // "Shift" above
     const Norm n =
@@ -1426,6 +1446,49 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
       load_affine<true, T, N>(weight, bias, static_cast<int64_t>(t + k * STRIDE) * N, true, w, b);
       store_vec(out(0) + k * STRIDE, normalize_pack<T>(v[0][k], n, w, b));
     }
+  } else if constexpr (WB == WbLoad::kLate) {
+    // fp32 rows shaped to the block (launch_shaped) in at most 6 vectors a thread,
+    // held as x - x[0], as kFloatRow in layernorm_block_kernel: the normalize then
+    // needs no center, a register these kernels at 64 do not have. A row far from
+    // its shift (recentered) reads x again, from the L2, takes its statistics about
+    // its mean and is stored by its own loop, about that mean. H200 …7162, against
+    // the form above: 1.015-1.023 at 1,300, 3,000, 5,500 and 12,000 floats (6
+    // vectors a thread, which spilled 16 bytes held as x); with 7 and 8 vectors this
+    // form spilled 8-16 bytes and took 0.996-0.999 of that one's speed at 7,000 and
+    // 14,000, and rows that fill their slots lost 1.6% (4,096) and 1.1% (16,384).
+    static_assert(kRecenter, "kLate is for fp32 rows");
+    const float shift = METHOD == 2 ? 0.0f : to_float(x[start[0]]);  // "Shift" above
+    const int held = nk;
+    Pack<float, N> f[VPT];
+    shifted_floats(v[0], shift, f);
+    Norm n = row_stats(METHOD, f, held, false, 0.0f, 0.0f, cols, inv_cols, eps, false, red);
+    const auto store_row = [&](const Norm& norm) {
+#pragma unroll
+      for (int k = 0; k < VPT; ++k) {
+        if (!in_row(k)) continue;
+        float w[N], b[N];
+        load_affine<true, T, N>(weight, bias, static_cast<int64_t>(t + k * STRIDE) * N, true, w, b);
+        store_vec(out(0) + k * STRIDE, normalize_pack<T>(f[k], norm, w, b));
+      }
+    };
+    if constexpr (METHOD == 0) {
+      if (red.any(far_from_mean(n))) {  // one row a block: the same in every thread
+        // x's slot 0 from y's (a register the stores keep) and the distance from y
+        // to x (kernel arguments), opaque so that the compiler does not fold it
+        // back to x + start, which would hold the row's start across the reduction.
+        const std::uintptr_t y_to_x = reinterpret_cast<std::uintptr_t>(x) - reinterpret_cast<std::uintptr_t>(y);
+        const P* xv = reinterpret_cast<const P*>(opaque(reinterpret_cast<std::uintptr_t>(out(0))) + y_to_x);
+#pragma unroll
+        for (int k = 0; k < VPT; ++k)
+          if (in_row(k)) f[k] = load_vec(xv + k * STRIDE);
+        n.center = shift;  // the first pass's Norm, relative to x
+        store_row(about_the_mean(n, inv_cols, eps, red, [&](float c, float& s, float& q) {
+          thread_sums_about(f, held, false, 0.0f, c, s, q);
+        }));
+        return;
+      }
+    }
+    store_row(n);
   } else {
     // The row kept in T. kEarly loads weight and bias here, with x; kInOrder
     // reads each vector's just before its store (the same bits), so that one
@@ -1452,11 +1515,36 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
       if constexpr (R > 1) shift[j] = METHOD == 2 ? 0.0f : __shfl_sync(kFullMask, v[j][0].get(0), 0, STRIDE);
       else shift[j] = METHOD == 2 ? 0.0f : to_float(x[start[j]]);
     }
+    // fp32 blocks held to 32 registers (512 x 2) with weight and bias early: a row
+    // far from its shift (recentered) is stored by its own loop below, which reads
+    // weight and bias again, so that the vectors loaded early are not held through
+    // its second reduction (there the kernel spilled 12 bytes; at 40 registers it
+    // took 1.02-1.04 times as long for 512 to 1,536 rows of 4,096 floats in a CUDA
+    // graph, H200 …9140; this form 0.99-1.00, …5281). Other kernels keep the far
+    // row in the common path (as this form, 8,192 floats in 512 x 4 took 1.03 times
+    // as long, …5281).
+    constexpr bool kFarAlone = kRecenter && R == 1 && WB == WbLoad::kEarly &&
+                               kAffineBlocksPerSm<T, STRIDE, VPT, WB> * STRIDE == 2048;
     Norm n[R];
 #pragma unroll
     for (int j = 0; j < R; ++j)
-      n[j] = row_stats<kRecenter>(METHOD, v[j], kTail ? nk : VPT, false, 0.0f, shift[j], cols, inv_cols, eps,
-                                  !kTail, red);
+      n[j] = row_stats<kRecenter && !kFarAlone>(METHOD, v[j], kTail ? nk : VPT, false, 0.0f, shift[j], cols,
+                                                inv_cols, eps, !kTail, red);
+    if constexpr (kFarAlone && METHOD == 0) {
+      if (red.any(far_from_mean(n[0]))) {
+        const Norm r = about_the_mean(n[0], inv_cols, eps, red, [&](float c, float& s, float& q) {
+          thread_sums_about(v[0], kTail ? nk : VPT, false, 0.0f, c, s, q);
+        });
+        const int first = opaque(t);  // not the early loads' addresses: loaded again
+        const P* const wf = reinterpret_cast<const P*>(weight) + first;
+        const P* const bf = reinterpret_cast<const P*>(bias) + first;
+#pragma unroll
+        for (int k = 0; k < VPT; ++k)
+          if (in_row(k))
+            store_vec(out(0) + k * STRIDE, normalize_pack<T>(v[0][k], r, wf[k * STRIDE], bf[k * STRIDE]));
+        return;
+      }
+    }
 #pragma unroll
     for (int j = 0; j < R; ++j) {
       P* const yv = out(j);
