@@ -762,15 +762,15 @@ __device__ __forceinline__ Norm shifted_norm(float shift, float m, float var, fl
 // fp32 rows whose shift lies far from their mean ("Shift" above): more than
 // kFarShift standard deviations, |m| * rstd, which is the Norm's |offset|. Such a
 // row's statistics are taken again about c = center + m, the first pass's mean,
-// from the same registers (affine_row's kLate reads x again): sums of x - c and
-// (x - c)^2, one more reduction. c lies within a few of x[0]'s ulps of the mean, far below the
-// row's spread, so var = E[(x - c)^2] - E[x - c]^2 has nothing to cancel; the row
-// is then normalized about c. x[0] of a row of Gaussian values lies that far from
-// the mean in about one row of 16,000; below it the shift costs at most a few
-// 1e-7 of the output (4 standard deviations of rounding at 2^-24). sums(c, s, q)
-// adds the thread's sums of x - c and (x - c)^2 to s and q. Every thread of `red`
-// calls this: a warp of several rows takes the second reduction if any row needs
-// it, and the others keep their first result.
+// from the same registers (some kernels read x again: affine_row): sums of x - c
+// and (x - c)^2, one more reduction. c lies within a few of x[0]'s ulps of the
+// mean, far below the row's spread, so var = E[(x - c)^2] - E[x - c]^2 has nothing
+// to cancel; the row is then normalized about c. x[0] of a row of Gaussian values
+// lies that far from the mean in about one row of 16,000; below it the shift costs
+// at most a few 1e-7 of the output (4 standard deviations of rounding at 2^-24).
+// sums(c, s, q) adds the thread's sums of x - c and (x - c)^2 to s and q. Every
+// thread of `red` calls this: a warp of several rows takes the second reduction if
+// any row needs it, and the others keep their first result.
 // Register pressure: the branch is on a vote (Reduce::any), which ptxas knows to
 // be the same across the warp. On a plain predicate, kernels at their register
 // limit (fp32 rows of 2,048, 16,383 and 32,768 columns) spilled up to 116 bytes in
