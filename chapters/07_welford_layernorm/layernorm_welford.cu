@@ -40,8 +40,9 @@
 // keeps the limit). On those rows: 0.06 of the fp32 tolerance at worst (6.41
 // before, torch 0.57); ordinary rows as fast as before (0.991-1.004 at 128 to
 // 65,536 floats), rows that all take the second reduction at 0.90-1.00, and a far
-// row in a launch of one wave costs it about 0.4 us (H200s, book/results.md). fp16 and bf16 outputs round far above
-// that error (0.19-0.24 of their tolerance, as torch) and keep the one pass.
+// row in a launch of one wave costs it about 0.4 us (H200s, book/results.md).
+// fp16 and bf16 outputs round far above that error (0.19-0.24 of their tolerance,
+// as torch) and keep the one pass.
 //
 // method (the launcher's argument; the notebook compares them):
 //   0  Welford + Chan as above (the stage).
@@ -1257,8 +1258,8 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // kLate (fp32 rows of 16,384 on such a GPU): weight and bias are read after the
 // reduction after all (the row held as loaded, as in the early kernel; before
 // the recentering, as shifted floats), so that 512 x 8 fits in 64 registers and
-// two blocks share each SM; with them early it takes 128 and one block has the SM to itself,
-// which sits idle on memory while that block reduces. H200, 256 MiB, 40 paired
+// two blocks share each SM; with them early it takes 128 and one block has the SM
+// to itself, which sits idle on memory while that block reduces. H200, 256 MiB, 40 paired
 // rounds, early time over late: 1.020 and 1.022 (92.1 -> 93.4 and 93.4 -> 95.4%
 // of a copy; two probes before, 92.2 -> 94.3 and 92.7 -> 94.4; a 20-round run
 // after, 1.009 [1.004, 1.031], 93.0 -> 95.1); H100 0.999, and
@@ -1432,9 +1433,9 @@ __device__ __forceinline__ void affine_row(const T* __restrict__ x, const T* __r
   // thread, as x - x[0] (below).
   constexpr bool kHeldShifted = kTail && VPT <= 6;
   if constexpr (WB == WbLoad::kLate && !kHeldShifted) {
-    // fp32 rows (4,096 and 16,384 floats on a GPU like the H200, shaped ones of 7 or 8
-    // vectors a thread) held as they are, weight and bias read after the reduction
-    // and converted at once.
+    // fp32 rows (4,096 and 16,384 floats on a GPU like the H200, shaped ones of 7
+    // or 8 vectors a thread) held as they are, weight and bias read after the
+    // reduction and converted at once.
     static_assert(kRecenter, "kLate is for fp32 rows");
     const float shift = METHOD == 2 ? 0.0f : to_float(x[start[0]]);  // "Shift" above
     const Norm n =
