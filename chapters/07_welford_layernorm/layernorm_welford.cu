@@ -553,6 +553,16 @@ __device__ __forceinline__ void thread_dev_sums(const Pack<T, N> (&v)[VPT], int 
     }
 }
 
+// The same for a thread's edge element (peeled rows), if it has one.
+__device__ __forceinline__ void edge_dev_sums(bool has_edge, float edge, float shift, float mean, float& s,
+                                              float& q) {
+  if (has_edge) {
+    const float d = (edge - shift) - mean;
+    s += d;
+    q += d * d;
+  }
+}
+
 template <typename T, int N, int VPT>
 __device__ __forceinline__ float thread_sum_sq(const Pack<T, N> (&v)[VPT], int nk) {
   float s = 0.0f;
@@ -814,11 +824,7 @@ template <typename T, int N, int VPT>
 __device__ __forceinline__ void thread_sums_about(const Pack<T, N> (&v)[VPT], int nk, bool has_edge, float edge,
                                                   float c, float& s, float& q) {
   thread_dev_sums(v, nk, c, 0.0f, s, q);
-  if (has_edge) {
-    const float d = edge - c;
-    s += d;
-    q += d * d;
-  }
+  edge_dev_sums(has_edge, edge, c, 0.0f, s, q);
 }
 
 // How to normalize a row whose elements are held by the threads of `red`: each
@@ -844,11 +850,7 @@ __device__ __forceinline__ Norm row_stats_about(int method, const Pack<T, N> (&v
     const float mean0 = divide_by_cols(red.sum(a), cols, inv_cols);
     float e = 0.0f, q = 0.0f;
     thread_dev_sums(v, nk, shift, mean0, e, q);
-    if (has_edge) {
-      const float d = (edge - shift) - mean0;
-      e += d;
-      q += d * d;
-    }
+    edge_dev_sums(has_edge, edge, shift, mean0, e, q);
     red.sum2(e, q);
     corrected_two_pass(mean0, e, q, inv_cols, mean, var);
   } else {  // shift is 0 here: the shortcut as it is usually written
@@ -2159,11 +2161,7 @@ layernorm_streaming_kernel(const T* __restrict__ x, const T* __restrict__ weight
       if (method == 0) {
         n = recentered(n, inv_cols, eps, red, [&](float c, float& sum, float& sum_sq) {
           sweep([&](const P(&v)[kUnroll], int nk, int64_t) { thread_dev_sums(v, nk, c, 0.0f, sum, sum_sq); });
-          if (has_edge) {
-            const float d = edge - c;
-            sum += d;
-            sum_sq += d * d;
-          }
+          edge_dev_sums(has_edge, edge, c, 0.0f, sum, sum_sq);
         });
       }
     }
