@@ -155,7 +155,14 @@
 //                the kernels it keeps from ead227f; notes at launch_rows); rows of 129 to
 //                256 vectors (1,033 to 2,047 halves), two rows a warp (launch_shifted_wb):
 //                92.7-96.9% on an H100, 88.6-96.6% on an H200 (…2800, copy ~3,950 GB/s;
-//                94.9-96.6% at 5 vectors a lane, 1,033 and 1,100 halves, 88.6-91.0% at 6 to 8).
+//                94.9-96.6% at 5 vectors a lane, 1,033 and 1,100 halves, 88.6-91.0% at 6 to 8);
+//                128 vectors (1,025 to 1,031 halves) on a GPU like the H200, the same kernel
+//                at 4 vectors a lane: 93.8-96.1%, where the peeled warp kernel ran 73.8-87.3%
+//                (H200 …2779, 2026-11-28, copy ~3,930-3,971 GB/s).
+//                The whole off-boundary sweep at c97b22f on one H200 (…2965, copy
+//                ~3,957-3,995 GB/s, 11 lengths from 1,025 to 16,383): fp32 89.8-98.8%
+//                (under 95% at 4,097, 10,001, 12,289, 16,383), fp16 and bf16 82.5-94.5%
+//                (book/results/probes/offboundary-h200.json).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
@@ -2371,6 +2378,7 @@ template <typename T, bool SHIFTED = false>
 cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
   constexpr int kMax = sizeof(T) == 4 ? 8 : 7;  // vectors a thread from 128 threads
   if constexpr (SHIFTED && sizeof(T) == 2) {  // a warp a row, four rows a block (see WARP_ROWS)
+    if (nvec <= 128) return launch_shifted_wb<T, 128, 4, true>(l);  // 1,025 to 1,031 halves
     if (nvec <= 160) return launch_shifted_wb<T, 128, 5, true>(l);
     if (nvec <= 192) return launch_shifted_wb<T, 128, 6, true>(l);
     if (nvec <= 224) return launch_shifted_wb<T, 128, 7, true>(l);
@@ -2631,7 +2639,7 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     fp32 14,336 as 512 x 7, early 93.2%, late 99.6%; fp32 5,120 as 256 x 5 101%
 //     either way.
 //   Many 16-bit rows off the vector boundary (peeled) that move more than the L2,
-//     of 129 to 2,048 vectors, for Welford: weight and bias shifted into shared
+//     of 128 to 2,048 vectors, for Welford: weight and bias shifted into shared
 //     memory, a block a row class (layernorm_shifted_wb_kernel, shaped as
 //     launch_shaped), where the peeled kernels below read them an element at a
 //     time. On an H100 not where nvec is a power of two: there the general
@@ -3119,9 +3127,15 @@ cudaError_t launch_rows(const Launch<T>& l) {
   if constexpr (PEEL && N > 1) {  // many rows off the vector boundary, past the L2
     // On an H100 not at a power of two (the general kernels' slots full: see
     // above). fp32's kernel (a block a row) needs weight and bias aligned.
+    // 16-bit rows from 128 vectors (1,025 to 1,031 halves): the peeled warp kernel
+    // of 32 lanes x 4 ran them at 73.8-75.3% of a copy at 1,025 and 1,031 halves,
+    // 87.3% at 1,028; launch_shifted_wb's warp a row at 4 vectors a lane 93.8-96.1%,
+    // 1.10-1.28 times as fast (H200 …2779, 30 paired rounds, fp16 and bf16; not
+    // measured on an H100, which keeps the peeled kernel at this power of two).
     const bool power_of_two = (nvec & (nvec - 1)) == 0;
-    if (l.method == 0 && l.rows > kFewRows && l.rows <= kMaxAffineRows && (N == 8 || l.wb_vec) && nvec > 128 &&
-        nvec <= (N == 8 ? 2048 : 4096) && (!power_of_two || fast_memory_per_sm()) && moves_past_l2(l)) {
+    if (l.method == 0 && l.rows > kFewRows && l.rows <= kMaxAffineRows && (N == 8 || l.wb_vec) &&
+        nvec > (N == 8 ? 127 : 128) && nvec <= (N == 8 ? 2048 : 4096) && (!power_of_two || fast_memory_per_sm()) &&
+        moves_past_l2(l)) {
       return launch_shaped<T, true>(l, nvec);
     }
   }
