@@ -237,9 +237,8 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     # two aligned vectors); on an H100 not at a power of two vectors (so 1,025 and
     # 1,031 halves, 128 vectors, take the warp-a-row form on a GPU like the H200 and
     # the peeled general kernels on an H100); the other methods take the peeled
-    # general kernels. Lengths
-    # at each block size; a NaN row; weight and bias both, one, or none; the views
-    # at 500 vectors, on the new kernels on every GPU.
+    # general kernels. Lengths at each block size; a NaN row; weight and bias both,
+    # one, or none; the views at 500 vectors, on the new kernels on every GPU.
     vec = 16 // dtype.itemsize
     lengths = ((1025, 1031, 1100, 1300, 1700, 2047, 3001, 3100, 7169, 12289, 14501, 16383, 16385) if vec == 8 else
                (1025, 1537, 1541, 4097, 8191, 12289, 16383, 16387))

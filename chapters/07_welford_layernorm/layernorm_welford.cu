@@ -162,7 +162,8 @@
 //                The whole off-boundary sweep at c97b22f on one H200 (…2965, copy
 //                ~3,957-3,995 GB/s, 11 lengths from 1,025 to 16,383): fp32 89.8-98.8%
 //                (under 95% at 4,097, 10,001, 12,289, 16,383), fp16 and bf16 82.5-94.5%
-//                (book/results/probes/offboundary-h200.json).
+//                but 74.2-74.6% at 1,025 (before the change above; book/results/probes/
+//                offboundary-h200.json).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
