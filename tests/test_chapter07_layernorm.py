@@ -234,11 +234,14 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     # warp a row up to 256 vectors, 5 to 8 a lane at 1,100 to 2,047 halves; from
     # 1,793 vectors 256 x 8 on a GPU like the H200, else 512 x 4) or
     # layernorm_funnel_wb_kernel (fp32: a row a block, weight and bias moved out of
-    # two aligned vectors); on an H100 not at a power of two vectors (so 1,025 and
-    # 1,031 halves, 128 vectors, take the warp-a-row form on a GPU like the H200 and
-    # the peeled general kernels on an H100); the other methods take the peeled
-    # general kernels. Lengths at each block size; a NaN row; weight and bias both,
-    # one, or none; the views at 500 vectors, on the new kernels on every GPU.
+    # two aligned vectors); on a GPU like the H200, 16-bit rows in blocks of 128 and
+    # 256 threads with weight and bias both given, layernorm_offset_wb_kernel (3,100,
+    # 12,289, 14,501, 16,383 and 16,385 halves; 3,001 and 7,169 stay shifted); on an
+    # H100 not at a power of two vectors (so 1,025 and 1,031 halves, 128 vectors, take
+    # the warp-a-row form on a GPU like the H200 and the peeled general kernels on an
+    # H100); the other methods take the peeled general kernels. Lengths at each block
+    # size; a NaN row; weight and bias both, one, or none; the views at 500 vectors,
+    # on the new kernels on every GPU.
     vec = 16 // dtype.itemsize
     lengths = ((1025, 1031, 1100, 1300, 1700, 2047, 3001, 3100, 7169, 12289, 14501, 16383, 16385) if vec == 8 else
                (1025, 1537, 1541, 4097, 8191, 12289, 16383, 16387))
@@ -360,7 +363,10 @@ def test_rows_whose_first_element_is_far_from_the_rest(ops, dtype):
     # (warp groups, 128 floats two a thread), a few rows a block each, rows within and
     # past the L2 at and between the powers of two and off the vector boundary, rows
     # past the registers (streaming), x a view one element in with out at x's offset
-    # (peeled) and aligned (scalar); weight and bias both, one, or none.
+    # (peeled) and aligned (scalar); weight and bias both, one, or none. 16-bit rows
+    # off the boundary past the L2 with weight and bias given (4,097 and 16,383
+    # halves) take, on a GPU like the H200, layernorm_offset_wb_kernel, whose sums
+    # about x[0] must be recentered for such rows too.
     method = STAGE.variant("welford")
     past_l2 = bench.l2_bytes() // (2 * dtype.itemsize)
     cases = [(4099, 128), (3000, 500), (37, 1000), (8, 4096), (5, 3001), (257, 4096), (257, 16384)]

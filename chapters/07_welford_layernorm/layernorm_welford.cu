@@ -45,7 +45,9 @@
 // as torch) and keep the one pass.
 //
 // method (the launcher's argument; the notebook compares them):
-//   0  Welford + Chan as above (the stage).
+//   0  Welford + Chan as above (the stage). One exception, for speed: 16-bit rows off
+//      the vector boundary in layernorm_offset_wb_kernel take sums about x[0] in one
+//      reduction, recentered as fp32 rows are (moments_norm, with why it is exact enough).
 //   1  two-pass over the register-resident row: a block sum for the mean, then a
 //      second block sum of d = x - mean and d^2, whose sum(d) corrects the mean
 //      (corrected_two_pass below). Stable; two reductions instead of one. It
@@ -103,7 +105,11 @@
 //     off the vector boundary past the L2 (a length not a multiple of 8) take,
 //     for Welford, a kernel that shifts weight and bias into shared memory for
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 83-97% of a copy,
-//     against 52-89% for the peeled kernels; fp32 rows (a length not a multiple
+//     against 52-89% for the peeled kernels; on a GPU like the H200, with weight
+//     and bias both given, rows in blocks of 128 and 256 threads take one row a
+//     block instead, weight and bias read where they lie and the statistics as
+//     sums about x[0] in one reduction, recentered where x[0] lies far from the
+//     mean (layernorm_offset_wb_kernel, moments_norm): 89-98%; fp32 rows (a length not a multiple
 //     of 4) take one row a block with each vector's weight and bias moved out of
 //     two aligned vectors (layernorm_funnel_wb_kernel): 90-100%, against 72-98%
 //     (launch_rows has the numbers).
@@ -163,7 +169,11 @@
 //                ~3,957-3,995 GB/s, 11 lengths from 1,025 to 16,383): fp32 89.8-98.8%
 //                (under 95% at 4,097, 10,001, 12,289, 16,383), fp16 and bf16 82.5-94.5%
 //                but 74.2-74.6% at 1,025 (before the change above; book/results/probes/
-//                offboundary-h200.json).
+//                offboundary-h200.json). Then, on a GPU like the H200, 16-bit rows in
+//                blocks of 128 and 256 threads with weight and bias given took
+//                layernorm_offset_wb_kernel: 89.5-98.1% of a copy at 4,097 to 16,383
+//                halves where the shifted kernel ran 82.8-92.2% in the same rounds
+//                (H200 …3340 and …8888, copy ~3,923-3,999 GB/s; launch_rows).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
@@ -1079,6 +1089,28 @@ __device__ __forceinline__ Norm off_boundary_norm(const Pack<T, N> (&v)[VPT], in
   }
 }
 
+// The statistics of a 16-bit row off the boundary in one reduction
+// (layernorm_offset_wb_kernel): the sums of d = x - shift and of d^2 over the row, then
+// var = E[d^2] - E[d]^2. With the shift x[0] this subtracts numbers of the size of the
+// row's spread as long as x[0] lies within a few standard deviations of the mean, and
+// recentered takes the rows where it does not (their sums again about the first mean).
+// parts_norm takes two reductions, one after the other; this one. On rows plain, offset
+// by 1e2 to 1e4, and with x[0] far from the rest: 0.22-0.24 of the 16-bit tolerance, as
+// parts_norm; fp32 rows came out at up to 0.42 of theirs (0.10 with parts_norm) and keep
+// parts_norm (H200s, book/results.md).
+template <class Reduce, typename T, int N, int VPT>
+__device__ __forceinline__ Norm moments_norm(const Pack<T, N> (&v)[VPT], int nk, bool has_edge, float edge,
+                                             float shift, float inv_cols, float eps, Reduce& red) {
+  float s = 0.0f, q = 0.0f;
+  thread_sums_about(v, nk, has_edge, edge, shift, s, q);
+  red.sum2(s, q);
+  const float m = s * inv_cols;
+  const Norm n = shifted_norm(shift, m, fmaxf(q * inv_cols - m * m, 0.0f), eps);
+  return recentered(n, inv_cols, eps, red, [&](float c, float& s2, float& q2) {
+    thread_sums_about(v, nk, has_edge, edge, c, s2, q2);
+  });
+}
+
 // ---- kernels ----------------------------------------------------------------------
 
 // Writes the peeled path's edge element c of the row (one per owning thread).
@@ -1831,6 +1863,118 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, n);
 }
 
+// A 16-bit weight or bias vector that starts H elements past p (16-byte aligned), read
+// where it lies: piece by piece, each the widest aligned load that fits (16, 8, 4 or 2
+// bytes; H = 4 takes two loads, H = 2 or 6 three, an odd H four), chosen at compile
+// time, in program order (as load_vec_in_order). f[e] = p[H + e] as float.
+template <int N, int H, int P>
+__host__ __device__ constexpr int piece_elements() {
+  int n = N;
+  while (n > 1 && (P % n != 0 || P + n > H + N)) n /= 2;
+  return n;
+}
+
+template <typename T>
+__device__ __forceinline__ float bits_to_float(uint16_t u) {
+  if constexpr (std::is_same_v<T, __half>) return __half2float(__ushort_as_half(u));
+  else return __uint_as_float(static_cast<uint32_t>(u) << 16);  // bf16: the top half of an fp32
+}
+
+template <typename T>
+__device__ __forceinline__ float word_element(uint32_t u, int i) {  // element i (0 or 1) of a word
+  typename Pair<T>::type pair;
+  std::memcpy(&pair, &u, sizeof(u));
+  return i == 0 ? lo_float(pair) : hi_float(pair);
+}
+
+template <typename T, int N, int H, int P = H>
+__device__ __forceinline__ void load_at_head(const T* __restrict__ p, float (&f)[N]) {
+  static_assert(sizeof(T) == 2, "16-bit elements");
+  if constexpr (P < H + N) {
+    constexpr int S = piece_elements<N, H, P>();
+    const T* a = p + P;
+    if constexpr (S == 1) {
+      uint16_t u;
+      asm volatile("ld.global.u16 %0, [%1];" : "=h"(u) : "l"(a));
+      f[P - H] = bits_to_float<T>(u);
+    } else {
+      uint32_t u[4];
+      if constexpr (S == 8) {
+        asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3]) : "l"(a));
+      } else if constexpr (S == 4) {
+        asm volatile("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(u[0]), "=r"(u[1]) : "l"(a));
+      } else {
+        asm volatile("ld.global.u32 %0, [%1];" : "=r"(u[0]) : "l"(a));
+      }
+#pragma unroll
+      for (int i = 0; i < S; ++i) f[P - H + i] = word_element<T>(u[i / 2], i % 2);
+    }
+    load_at_head<T, N, H, P + S>(p, f);
+  }
+}
+
+// Many 16-bit rows off the vector boundary past the L2, weight and bias both given, on a
+// GPU like the H200 (launch_shaped_block): one row a block, as layernorm_funnel_wb_kernel,
+// its body vectors in THREADS x VPT slots, head and tail elements one to a thread. Body
+// vector j's weight and bias start `head` elements into aligned vector j and are read
+// there (load_at_head, the head a compile-time constant), slot k + 1's before slot k's
+// store, so that a slot does not wait for its own loads; the statistics in one
+// reduction (moments_norm). Against layernorm_shifted_wb_kernel (a persistent block a
+// row class, weight and bias shifted into shared memory, Chan's merge of all threads in
+// two reductions), H200s, 30 paired rounds, 256 MiB: 1.00-1.12 times as fast at 4,097 to
+// 16,383 halves in blocks of 128 and 256 threads (89.5-98.1% of a copy against
+// 82.8-92.2%); numbers at launch_rows. Method 0 only, as the shifted kernel.
+template <typename T, int THREADS, int VPT>
+__global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>))
+layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                           T* __restrict__ y, int64_t cols, float inv_cols, float eps) {
+  static_assert(sizeof(T) == 2, "fp32 rows: layernorm_funnel_wb_kernel");
+  constexpr int N = 8;
+  constexpr int kWarps = THREADS / 32;
+  constexpr bool kPairwise = VPT == 8;  // slot counts as layernorm_shifted_wb_kernel's
+  using P = Pack<T, N>;
+  __shared__ float slots[2][3][kWarps];
+  BlockReduce<kWarps> red{slots, 0};
+  const int tid = threadIdx.x;
+  const T* xr = x + static_cast<int64_t>(blockIdx.x) * cols;
+  const RowSplit s = split_row<T, N, true>(xr, cols);
+  const int nb = static_cast<int>(s.body);
+  const SlotMap m = slot_map<THREADS, VPT>(xr + s.head, tid, nb);
+  const int nk = slots_in_row<kPairwise, THREADS, VPT>(m, nb);
+  const P* xv = reinterpret_cast<const P*>(xr + s.head) + m.first;
+  P v[VPT];
+#pragma unroll
+  for (int k = 0; k < VPT; ++k)
+    if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
+  const bool has_edge = tid < s.head + s.tail;
+  const float edge = has_edge ? to_float(xr[s.edge_index(tid, N)]) : 0.0f;
+  const float shift = to_float(xr[0]);  // "Shift" above
+  const Norm n = moments_norm(v, nk, has_edge, edge, shift, inv_cols, eps, red);
+  T* yr = y + static_cast<int64_t>(blockIdx.x) * cols;
+  P* yv = reinterpret_cast<P*>(yr + s.head) + m.first;
+  const int wb_first = opaque(m.first);  // weight and bias stay after the reduction
+  with_head<N>(static_cast<int>(s.head), [&](auto head) {
+    constexpr int H = decltype(head)::value;
+    float w[2][N], b[2][N];  // slot k's in [k % 2]
+    if (0 < nk) {
+      const int64_t c = static_cast<int64_t>(wb_first) * N;
+      load_at_head<T, N, H>(weight + c, w[0]);
+      load_at_head<T, N, H>(bias + c, b[0]);
+    }
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      if (k + 1 < VPT && k + 1 < nk) {
+        const int64_t c = static_cast<int64_t>(wb_first + (k + 1) * THREADS) * N;
+        load_at_head<T, N, H>(weight + c, w[(k + 1) % 2]);
+        load_at_head<T, N, H>(bias + c, b[(k + 1) % 2]);
+      }
+      if (k < nk) store_vec_in_order(yv + k * THREADS, normalize_pack<T>(v[k], n, w[k % 2], b[k % 2]));
+    }
+  });
+  if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, n);
+}
+
 // Register budget of the block path: 64 registers a thread (two 512-thread
 // blocks, or more smaller ones, per SM); 128 for the scalar path's 32-element
 // slices, which would spill in 64. Asking for this occupancy also keeps ptxas
@@ -2342,6 +2486,8 @@ template <typename T, int THREADS, int VPT, bool WARP_ROWS = false>
 cudaError_t launch_shifted_wb(const Launch<T>& l);
 template <typename T, int THREADS, int VPT>
 cudaError_t launch_funnel_wb(const Launch<T>& l);
+template <typename T, int THREADS, int VPT>
+cudaError_t launch_offset_wb(const Launch<T>& l);
 
 // The block kernel of affine_row shaped to a row of nvec vectors, for lengths the
 // table in launch_rows does not name (129 to 2,047 16-bit vectors, 4,095 fp32, not
@@ -2364,6 +2510,16 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
     if (nvec > kSlots) return launch_shaped_block<T, THREADS, VPT + 1, MAX_VPT, SHIFTED>(l, nvec);
   }
   if constexpr (SHIFTED && sizeof(T) == 2) {
+    // The offset kernel where weight and bias are both given, on a GPU like the H200,
+    // in blocks of 128 and 256 threads (512 x 4 is the H100's shape). Blocks of 64
+    // threads keep the shifted kernel (the offset kernel took 0.85-0.91 of its speed at
+    // 3,001 halves, 64 x 6), and so do 128 x 7 (0.986 at fp16 7,001) and bf16 rows of 7
+    // vectors a thread, where the offset kernel spilled 8 bytes (numbers at launch_rows).
+    constexpr bool kOffset = (THREADS == 128 || THREADS == 256) &&
+                             !(VPT == 7 && (THREADS == 128 || std::is_same_v<T, __nv_bfloat16>));
+    if constexpr (kOffset) {
+      if (l.weight && l.bias && fast_memory_per_sm()) return launch_offset_wb<T, THREADS, VPT>(l);
+    }
     return launch_shifted_wb<T, THREADS, VPT>(l);
   } else if constexpr (SHIFTED) {
     return launch_funnel_wb<T, THREADS, VPT>(l);
@@ -2457,6 +2613,14 @@ cudaError_t launch_shifted_wb(const Launch<T>& l) {
   blocks = (blocks < 1 ? 1 : blocks < classes ? blocks : classes) * N;
   kernel<<<static_cast<unsigned>(blocks), THREADS, static_cast<size_t>(bytes), l.stream>>>(
       l.x, l.weight, l.bias, l.y, l.rows, l.cols, l.inv_cols, l.eps);
+  return cudaGetLastError();
+}
+
+template <typename T, int THREADS, int VPT>
+cudaError_t launch_offset_wb(const Launch<T>& l) {
+  if (!shifted_shape_fits<THREADS, VPT, 8>(l.cols)) return cudaErrorInvalidValue;
+  layernorm_offset_wb_kernel<T, THREADS, VPT><<<static_cast<unsigned>(l.rows), THREADS, 0, l.stream>>>(
+      l.x, l.weight, l.bias, l.y, l.cols, l.inv_cols, l.eps);
   return cudaGetLastError();
 }
 
@@ -2743,6 +2907,27 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     at 14,501 and 16,383 halves), so they stay 256 x 8. Rows off the boundary at
 //     lengths not measured before (H100 …1788, this kernel): fp16 / bf16 1,033 91.6 /
 //     92.1%, 1,537 91.6 / 90.9%, 1,801 89.4 / 89.9% of a copy.
+//     On a GPU like the H200, with weight and bias both given, the rows of blocks of
+//     128 and 256 threads take layernorm_offset_wb_kernel instead: no persistent grid,
+//     no shared-memory copy, weight and bias read a slot ahead at the row's offset,
+//     one reduction (moments_norm). Where it came from (H200s, 2026-11-28, 30 paired
+//     rounds, 256 MiB, book/results/probes/offboundary-h200.json): weight and bias
+//     absent took the stage's 16-bit kernels only 1.00-1.05 times as fast (the fp32
+//     funnel kernel 1.02-1.11, to 99.6-101.5% of a copy), so the shift alone is not
+//     what they lose to; one row a block with weight and bias read where they lie,
+//     0.98-1.09 of the shifted kernel's speed; with one reduction too, 0.92-1.11; and
+//     with the loads a slot ahead, 1.02-1.12 at all six cases (…2458). As kept, the
+//     shifted kernel's time over this one's: H200 …3340 (copy 3,943-3,980 GB/s) fp16
+//     4,097 1.049 (91.8% -> 95.8% of a copy), 6,001 1.115 (86.9 -> 96.6), 8,191 1.002,
+//     10,001 1.074 (89.6 -> 95.9), 12,289 1.123 (82.8 -> 92.8), 14,001 1.080 (88.0 ->
+//     94.5), 16,383 1.016 (88.1 -> 89.5); bf16 6,001 1.084 (87.0 -> 94.3), 10,001 1.066
+//     (89.3 -> 95.6), 16,383 1.029 (88.1 -> 90.5); H200 …8888 (copy 3,923-3,999 GB/s)
+//     5,001 1.098 fp16 (89.8 -> 98.1), 1.096 bf16 (89.7 -> 97.5), bf16 4,097 1.021
+//     (90.7 -> 92.6), bf16 12,289 1.093 (83.7 -> 91.1). Not taken: blocks of 64 threads
+//     (2,050 halves, 64 x 5, 1.002; 3,001, 64 x 6, 0.855 fp16 and 0.908 bf16), 128 x 7
+//     (fp16 7,001 0.986), bf16 x 7 (8 bytes spilled). Accuracy the same as the shifted
+//     kernel's on rows plain, offset by 1e2 to 1e4 and with x[0] far: 0.22-0.24 of the
+//     16-bit tolerance. Not measured on an H100, which keeps the shifted kernel.
 //   Many fp32 rows off the vector boundary that move more than the L2, of 129 to
 //     4,096 vectors, for Welford, weight and bias 16-byte aligned: one row a
 //     block (layernorm_funnel_wb_kernel, shaped as launch_shaped), each body
