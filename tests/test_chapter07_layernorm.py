@@ -252,6 +252,19 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     x = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[1:].view(rows, cols)
     x.copy_(spread_rows(rows, cols, dtype, method))
     check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}, one element in", out_start=1)
+    # Weight and bias one element into their buffers, so not on a 16-byte boundary:
+    # the kernels that read them in aligned pieces (layernorm_offset_wb_kernel,
+    # layernorm_funnel_wb_kernel) must leave such a launch to the others.
+    cols = 513 * vec + 1
+    rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
+    x = spread_rows(rows, cols, dtype, method)
+    w = torch.empty(cols + 1, device="cuda", dtype=dtype)[1:]
+    b = torch.empty(cols + 1, device="cuda", dtype=dtype)[1:]
+    w.copy_(torch.rand(cols, device="cuda") + 0.5)
+    b.copy_(torch.randn(cols, device="cuda"))
+    out = torch.full_like(x, float("nan"))
+    ops.layer_norm_out(x, w, b, OP.eps, method, out)
+    OP.check(out, reference.layer_norm(x, w, b, OP.eps), dtype, f"{rows} x {cols}, weight and bias one element in")
 
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])

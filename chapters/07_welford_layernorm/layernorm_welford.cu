@@ -2510,15 +2510,16 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
     if (nvec > kSlots) return launch_shaped_block<T, THREADS, VPT + 1, MAX_VPT, SHIFTED>(l, nvec);
   }
   if constexpr (SHIFTED && sizeof(T) == 2) {
-    // The offset kernel where weight and bias are both given, on a GPU like the H200,
-    // in blocks of 128 and 256 threads (512 x 4 is the H100's shape). Blocks of 64
+    // The offset kernel where weight and bias are both given and 16-byte aligned (it
+    // reads them in aligned pieces of up to 16 bytes from there), on a GPU like the
+    // H200, in blocks of 128 and 256 threads (512 x 4 is the H100's shape). Blocks of 64
     // threads keep the shifted kernel (the offset kernel took 0.85-0.91 of its speed at
     // 3,001 halves, 64 x 6), and so do 128 x 7 (0.986 at fp16 7,001) and bf16 rows of 7
     // vectors a thread, where the offset kernel spilled 8 bytes (numbers at launch_rows).
     constexpr bool kOffset = (THREADS == 128 || THREADS == 256) &&
                              !(VPT == 7 && (THREADS == 128 || std::is_same_v<T, __nv_bfloat16>));
     if constexpr (kOffset) {
-      if (l.weight && l.bias && fast_memory_per_sm()) return launch_offset_wb<T, THREADS, VPT>(l);
+      if (l.weight && l.bias && l.wb_vec && fast_memory_per_sm()) return launch_offset_wb<T, THREADS, VPT>(l);
     }
     return launch_shifted_wb<T, THREADS, VPT>(l);
   } else if constexpr (SHIFTED) {
