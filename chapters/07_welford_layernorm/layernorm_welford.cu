@@ -106,7 +106,7 @@
 //     for Welford, a kernel that shifts weight and bias into shared memory for
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 83-97% of a copy,
 //     against 52-89% for the peeled kernels; on a GPU like the H200, with weight
-//     and bias both given, rows in blocks of 128 and 256 threads take one row a
+//     and bias both given and aligned, rows in blocks of 128 and 256 threads take one row a
 //     block instead, weight and bias read where they lie and the statistics as
 //     sums about x[0] in one reduction, recentered where x[0] lies far from the
 //     mean (layernorm_offset_wb_kernel, moments_norm): 89-98%; fp32 rows (a length not a multiple
@@ -1914,13 +1914,13 @@ __device__ __forceinline__ void load_at_head(const T* __restrict__ p, float (&f)
   }
 }
 
-// Many 16-bit rows off the vector boundary past the L2, weight and bias both given, on a
-// GPU like the H200 (launch_shaped_block): one row a block, as layernorm_funnel_wb_kernel,
-// its body vectors in THREADS x VPT slots, head and tail elements one to a thread. Body
-// vector j's weight and bias start `head` elements into aligned vector j and are read
-// there (load_at_head, the head a compile-time constant), slot k + 1's before slot k's
-// store, so that a slot does not wait for its own loads; the statistics in one
-// reduction (moments_norm). Against layernorm_shifted_wb_kernel (a persistent block a
+// Many 16-bit rows off the vector boundary past the L2, weight and bias both given and
+// 16-byte aligned, on a GPU like the H200 (launch_shaped_block): one row a block, as
+// layernorm_funnel_wb_kernel, its body vectors in THREADS x VPT slots, head and tail
+// elements one to a thread. Body vector j's weight and bias start `head` elements into
+// aligned vector j and are read there (load_at_head, the head a compile-time constant),
+// slot k + 1's before slot k's store, so that a slot does not wait for its own loads;
+// the statistics in one reduction (moments_norm). Against layernorm_shifted_wb_kernel (a persistent block a
 // row class, weight and bias shifted into shared memory, Chan's merge of all threads in
 // two reductions), H200s, 30 paired rounds, 256 MiB: 1.00-1.12 times as fast at 4,097 to
 // 16,383 halves in blocks of 128 and 256 threads (89.5-98.1% of a copy against
