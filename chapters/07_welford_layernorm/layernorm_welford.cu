@@ -1767,6 +1767,27 @@ __device__ __forceinline__ void from_next_lane(const Pack<float, 4>& mine, bool 
   }
 }
 
+// A row off the vector boundary in a block of its own (layernorm_funnel_wb_kernel,
+// layernorm_offset_wb_kernel): where it sits (s), the thread's slots (m) and its count
+// of them in the row (nk; PAIRWISE: see slots_in_row), its body vectors (x with its L2
+// policy), its edge element if it has one, and the shift x[0].
+template <bool PAIRWISE, int THREADS, int VPT, typename T, int N>
+__device__ __forceinline__ void load_off_boundary_row(const T* xr, int64_t cols, int tid, RowSplit& s, int& nb,
+                                                      SlotMap& m, int& nk, Pack<T, N> (&v)[VPT], bool& has_edge,
+                                                      float& edge, float& shift) {
+  s = split_row<T, N, true>(xr, cols);
+  nb = static_cast<int>(s.body);
+  m = slot_map<THREADS, VPT>(xr + s.head, tid, nb);
+  nk = slots_in_row<PAIRWISE, THREADS, VPT>(m, nb);
+  const Pack<T, N>* xv = reinterpret_cast<const Pack<T, N>*>(xr + s.head) + m.first;
+#pragma unroll
+  for (int k = 0; k < VPT; ++k)
+    if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
+  has_edge = tid < s.head + s.tail;
+  edge = has_edge ? to_float(xr[s.edge_index(tid, N)]) : 0.0f;
+  shift = to_float(xr[0]);  // "Shift" above
+}
+
 // Many fp32 rows whose starts are not all on a 16-byte boundary (a length not a
 // multiple of 4, such as 4,097, or x a view off it), past the L2: one row a
 // block, as layernorm_affine_block_kernel, its body vectors in THREADS x VPT
@@ -1793,24 +1814,19 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   BlockReduce<kWarps> red{slots, 0};
   const int tid = threadIdx.x;
   const T* xr = x + static_cast<int64_t>(blockIdx.x) * cols;
-  const RowSplit s = split_row<T, N, true>(xr, cols);
-  const int nb = static_cast<int>(s.body);
-  const SlotMap m = slot_map<THREADS, VPT>(xr + s.head, tid, nb);
   // Blocks of 64 and 128 threads keep the form of ead227f (kPairwise): a test at
   // every slot and Chan's pairwise merge, one barrier where parts_norm takes two.
   // With parts_norm, 128 x 4 took 1.08 times as long at 2,050 floats (H200 …2180),
   // and 64 x 5 to 128 x 8 gained at most 0.6% at 1,102 to 4,097 (H100 …1476, H200
   // …9725, …2180); 256 threads and more gained up to 2.8% (launch_rows).
   constexpr bool kPairwise = THREADS < 256;
-  const int nk = slots_in_row<kPairwise, THREADS, VPT>(m, nb);
-  const P* xv = reinterpret_cast<const P*>(xr + s.head) + m.first;
+  RowSplit s;
+  SlotMap m;
+  int nb, nk;
   P v[VPT];
-#pragma unroll
-  for (int k = 0; k < VPT; ++k)
-    if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
-  const bool has_edge = tid < s.head + s.tail;
-  const float edge = has_edge ? to_float(xr[s.edge_index(tid, N)]) : 0.0f;
-  const float shift = to_float(xr[0]);  // "Shift" above
+  bool has_edge;
+  float edge, shift;
+  load_off_boundary_row<kPairwise, THREADS>(xr, cols, tid, s, nb, m, nk, v, has_edge, edge, shift);
   const Norm n = off_boundary_norm<kPairwise, true>(v, nk, has_edge, edge, shift, cols, inv_cols, eps, red);  // fp32
   T* yr = y + static_cast<int64_t>(blockIdx.x) * cols;
   P* yv = reinterpret_cast<P*>(yr + s.head) + m.first;
@@ -1938,18 +1954,13 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   BlockReduce<kWarps> red{slots, 0};
   const int tid = threadIdx.x;
   const T* xr = x + static_cast<int64_t>(blockIdx.x) * cols;
-  const RowSplit s = split_row<T, N, true>(xr, cols);
-  const int nb = static_cast<int>(s.body);
-  const SlotMap m = slot_map<THREADS, VPT>(xr + s.head, tid, nb);
-  const int nk = slots_in_row<kPairwise, THREADS, VPT>(m, nb);
-  const P* xv = reinterpret_cast<const P*>(xr + s.head) + m.first;
+  RowSplit s;
+  SlotMap m;
+  int nb, nk;
   P v[VPT];
-#pragma unroll
-  for (int k = 0; k < VPT; ++k)
-    if (k < nk) v[k] = load_vec_keep_in_l2(xv + k * THREADS);
-  const bool has_edge = tid < s.head + s.tail;
-  const float edge = has_edge ? to_float(xr[s.edge_index(tid, N)]) : 0.0f;
-  const float shift = to_float(xr[0]);  // "Shift" above
+  bool has_edge;
+  float edge, shift;
+  load_off_boundary_row<kPairwise, THREADS>(xr, cols, tid, s, nb, m, nk, v, has_edge, edge, shift);
   const Norm n = moments_norm(v, nk, has_edge, edge, shift, inv_cols, eps, red);
   T* yr = y + static_cast<int64_t>(blockIdx.x) * cols;
   P* yv = reinterpret_cast<P*>(yr + s.head) + m.first;
