@@ -35,15 +35,23 @@ def spread_rows(rows, cols, dtype, method):
     return x.to(dtype)
 
 
-def check_weight_and_bias_cases(ops, x, method, label, out_start=None, nan_row=None):
+def check_weight_and_bias_cases(ops, x, method, label, out_start=None, nan_row=None, wb_start=None):
     """x's rows normalized into a NaN-filled out with weight and bias both, weight
     alone, and neither, each against the float64 reference. out_start: out is a
     view that many elements into its buffer (else a fresh tensor). nan_row: a row
-    of x holding a NaN, which must come out all NaN, the other rows untouched."""
+    of x holding a NaN, which must come out all NaN, the other rows untouched.
+    wb_start: weight and bias are views that many elements into their buffers."""
     rows, cols = x.shape
     dtype = x.dtype
-    w = (torch.rand(cols, device=x.device) + 0.5).to(dtype)
-    b = torch.randn(cols, device=x.device).to(dtype)
+
+    def placed(t):
+        if wb_start is None:
+            return t
+        view = torch.empty(cols + wb_start, device=x.device, dtype=dtype)[wb_start:]
+        return view.copy_(t)
+
+    w = placed((torch.rand(cols, device=x.device) + 0.5).to(dtype))
+    b = placed(torch.randn(cols, device=x.device).to(dtype))
     ones, zeros = torch.ones_like(w), torch.zeros_like(b)
     if out_start is None:
         out = torch.empty_like(x)
@@ -257,14 +265,8 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     # layernorm_funnel_wb_kernel) must leave such a launch to the others.
     cols = 513 * vec + 1
     rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
-    x = spread_rows(rows, cols, dtype, method)
-    w = torch.empty(cols + 1, device="cuda", dtype=dtype)[1:]
-    b = torch.empty(cols + 1, device="cuda", dtype=dtype)[1:]
-    w.copy_(torch.rand(cols, device="cuda") + 0.5)
-    b.copy_(torch.randn(cols, device="cuda"))
-    out = torch.full_like(x, float("nan"))
-    ops.layer_norm_out(x, w, b, OP.eps, method, out)
-    OP.check(out, reference.layer_norm(x, w, b, OP.eps), dtype, f"{rows} x {cols}, weight and bias one element in")
+    check_weight_and_bias_cases(ops, spread_rows(rows, cols, dtype, method), method,
+                                f"{rows} x {cols}, weight and bias one element in", wb_start=1)
 
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])

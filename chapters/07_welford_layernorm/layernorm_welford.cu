@@ -813,6 +813,13 @@ __device__ __forceinline__ bool far_from_mean(const Norm& n) {
   return fabsf(n.offset) > kFarShift;  // false for a NaN row
 }
 
+// The Norm about c from the row's sums of x - c and (x - c)^2: var = E[(x - c)^2] -
+// E[x - c]^2, which has little to cancel while c lies near the mean.
+__device__ __forceinline__ Norm norm_from_sums(float c, float sum, float sum_sq, float inv_cols, float eps) {
+  const float m = sum * inv_cols;
+  return shifted_norm(c, m, fmaxf(sum_sq * inv_cols - m * m, 0.0f), eps);
+}
+
 // The second pass: the row's Norm about c = center + m.
 template <class Reduce, class Sums>
 __device__ __forceinline__ Norm about_the_mean(const Norm& n, float inv_cols, float eps, Reduce& red, Sums&& sums) {
@@ -820,8 +827,7 @@ __device__ __forceinline__ Norm about_the_mean(const Norm& n, float inv_cols, fl
   float sum = 0.0f, sum_sq = 0.0f;
   sums(c, sum, sum_sq);
   red.sum2_same_slots(sum, sum_sq);
-  const float m = sum * inv_cols;
-  return shifted_norm(c, m, fmaxf(sum_sq * inv_cols - m * m, 0.0f), eps);
+  return norm_from_sums(c, sum, sum_sq, inv_cols, eps);
 }
 
 template <class Reduce, class Sums>
@@ -1104,9 +1110,7 @@ __device__ __forceinline__ Norm moments_norm(const Pack<T, N> (&v)[VPT], int nk,
   float s = 0.0f, q = 0.0f;
   thread_sums_about(v, nk, has_edge, edge, shift, s, q);
   red.sum2(s, q);
-  const float m = s * inv_cols;
-  const Norm n = shifted_norm(shift, m, fmaxf(q * inv_cols - m * m, 0.0f), eps);
-  return recentered(n, inv_cols, eps, red, [&](float c, float& s2, float& q2) {
+  return recentered(norm_from_sums(shift, s, q, inv_cols, eps), inv_cols, eps, red, [&](float c, float& s2, float& q2) {
     thread_sums_about(v, nk, has_edge, edge, c, s2, q2);
   });
 }
@@ -3331,9 +3335,9 @@ cudaError_t launch_rows(const Launch<T>& l) {
     // 1.10-1.28 times as fast (H200 …2779, 30 paired rounds, fp16 and bf16; not
     // measured on an H100, which keeps the peeled kernel at this power of two).
     const bool power_of_two = (nvec & (nvec - 1)) == 0;
-    if (l.method == 0 && l.rows > kFewRows && l.rows <= kMaxAffineRows && (N == 8 || l.wb_vec) &&
-        nvec > (N == 8 ? 127 : 128) && nvec <= (N == 8 ? 2048 : 4096) && (!power_of_two || fast_memory_per_sm()) &&
-        moves_past_l2(l)) {
+    constexpr int64_t kFewest = N == 8 ? 128 : 129;  // vectors: shorter rows take the warp kernels
+    if (l.method == 0 && l.rows > kFewRows && l.rows <= kMaxAffineRows && (N == 8 || l.wb_vec) && nvec >= kFewest &&
+        nvec <= (N == 8 ? 2048 : 4096) && (!power_of_two || fast_memory_per_sm()) && moves_past_l2(l)) {
       return launch_shaped<T, true>(l, nvec);
     }
   }
