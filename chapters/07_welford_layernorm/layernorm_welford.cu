@@ -2538,6 +2538,11 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
     }
     return launch_shifted_wb<T, THREADS, VPT>(l);
   } else if constexpr (SHIFTED) {
+    // fp32 rows of 961 to 1,024 vectors on a GPU like the H200: 256 x 4, not 128 x 8
+    // (1.02-1.04 times as fast at 4,001 to 4,099 floats; numbers at launch_rows).
+    if constexpr (THREADS == 128 && VPT == 8) {
+      if (nvec > 960 && fast_memory_per_sm()) return launch_funnel_wb<T, 256, 4>(l);
+    }
     return launch_funnel_wb<T, THREADS, VPT>(l);
   } else {
     if constexpr ((kSlots & (kSlots - 1)) != 0) {  // (a power of two never comes here)
@@ -3005,6 +3010,17 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     bytes spilled), took 0.952-0.977 of this form's speed at 9,001 to 16,383 floats
 //     and 1.013 at 4,097 (H200 …2013, 20 rounds), with y in plain stores too
 //     0.929-0.961 at 9,001 to 16,383; so both stay in program order.
+//     On a GPU like the H200, rows of 961 to 1,024 vectors (3,844 to 4,099 floats)
+//     take 256 x 4 rather than 128 x 8 (launch_shaped_block), in the form with the
+//     next lane's shuffles. 30 paired rounds, 256 MiB, 128 x 8's time over 256 x 4's
+//     (H200s, 2026-11-28, book/results/probes/offboundary-h200.json): …6341 (copy
+//     3,958-4,003 GB/s) 1.034 at 4,097; …6833 (3,946-4,004 GB/s) 1.018 at 4,001,
+//     1.041-1.042 at 4,097 and 1.035-1.043 at 4,099 (94.3-94.8% -> 97.5-98.3% of a
+//     copy), 1.002 at 3,801, 0.979 at 3,601 (900 vectors: fewer, so 128 x 8 stays);
+//     as built (…9229, 3,919-3,999 GB/s) 1.045 at 4,097 (94.9% -> 98.7%), 1.038 at
+//     4,099 (95.0% -> 98.7%), 1.003 at 3,901 and 1.009 [0.999, 1.023] at 4,001, with
+//     3,601 and 3,801 (not changed) at 1.006-1.007. 256 x 4 in place of 128 x 7 lost
+//     (0.934 at 3,077, 0.993 at 3,500). Not measured on an H100, which keeps 128 x 8.
 //   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
 //     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
 //     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
