@@ -1886,12 +1886,42 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
 // A 16-bit weight or bias vector that starts H elements past p (16-byte aligned), read
 // where it lies: piece by piece, each the widest aligned load that fits (16, 8, 4 or 2
 // bytes; H = 4 takes two loads, H = 2 or 6 three, an odd H four), chosen at compile
-// time, in program order (as load_vec_in_order). f[e] = p[H + e] as float.
-template <int N, int H, int P>
-__host__ __device__ constexpr int piece_elements() {
-  int n = N;
-  while (n > 1 && (P % n != 0 || P + n > H + N)) n /= 2;
+// time, in program order (as load_vec_in_order). The pieces' words are kept as loaded,
+// a one-element piece zero-extended into a word of its own (4 or 5 words where floats
+// take 8), and converted where used (head_floats). Against floats converted as loaded,
+// in the offset kernel (H200s …0158 and …8145, 2026-11-28, 30 paired rounds, 256 MiB):
+// 0.999-1.013 times the speed at 16-bit rows of 4,097 to 16,383 halves, 16 of 17 cases
+// at 1.005 or more; bf16 rows of 7 vectors a thread still spilled 8 bytes.
+__host__ __device__ constexpr int piece_size(int n_vec, int head, int at) {  // elements of the piece at `at`
+  int n = n_vec;
+  while (n > 1 && (at % n != 0 || at + n > head + n_vec)) n /= 2;
   return n;
+}
+
+__host__ __device__ constexpr int piece_words(int size) { return size == 1 ? 1 : size / 2; }
+
+__host__ __device__ constexpr int words_at_head(int n_vec, int head) {
+  int words = 0;
+  for (int at = head; at < head + n_vec; at += piece_size(n_vec, head, at)) {
+    words += piece_words(piece_size(n_vec, head, at));
+  }
+  return words;
+}
+
+// Element e's word among them (word_of) and its half, 0 for the low 16 bits (half_of).
+__host__ __device__ constexpr int word_of(int n_vec, int head, int e) {
+  int words = 0, at = head;
+  while (head + e >= at + piece_size(n_vec, head, at)) {
+    words += piece_words(piece_size(n_vec, head, at));
+    at += piece_size(n_vec, head, at);
+  }
+  return words + (head + e - at) / 2;
+}
+
+__host__ __device__ constexpr int half_of(int n_vec, int head, int e) {
+  int at = head;
+  while (head + e >= at + piece_size(n_vec, head, at)) at += piece_size(n_vec, head, at);
+  return (head + e - at) % 2;  // a piece of two or more elements starts on a word
 }
 
 template <typename T>
@@ -1900,37 +1930,33 @@ __device__ __forceinline__ float bits_to_float(uint16_t u) {
   else return __uint_as_float(static_cast<uint32_t>(u) << 16);  // bf16: the top half of an fp32
 }
 
-template <typename T>
-__device__ __forceinline__ float word_element(uint32_t u, int i) {  // element i (0 or 1) of a word
-  typename Pair<T>::type pair;
-  std::memcpy(&pair, &u, sizeof(u));
-  return i == 0 ? lo_float(pair) : hi_float(pair);
+template <typename T, int N, int H, int AT = H, int WORD = 0>
+__device__ __forceinline__ void load_at_head(const T* __restrict__ p, uint32_t (&u)[words_at_head(N, H)]) {
+  static_assert(sizeof(T) == 2, "16-bit elements");
+  if constexpr (AT < H + N) {
+    constexpr int S = piece_size(N, H, AT);
+    const T* a = p + AT;
+    if constexpr (S == 8) {
+      asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(u[WORD]), "=r"(u[WORD + 1]), "=r"(u[WORD + 2]), "=r"(u[WORD + 3]) : "l"(a));
+    } else if constexpr (S == 4) {
+      asm volatile("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(u[WORD]), "=r"(u[WORD + 1]) : "l"(a));
+    } else if constexpr (S == 2) {
+      asm volatile("ld.global.u32 %0, [%1];" : "=r"(u[WORD]) : "l"(a));
+    } else {
+      asm volatile("ld.global.u16 %0, [%1];" : "=r"(u[WORD]) : "l"(a));  // zero-extended
+    }
+    load_at_head<T, N, H, AT + S, WORD + piece_words(S)>(p, u);
+  }
 }
 
-template <typename T, int N, int H, int P = H>
-__device__ __forceinline__ void load_at_head(const T* __restrict__ p, float (&f)[N]) {
-  static_assert(sizeof(T) == 2, "16-bit elements");
-  if constexpr (P < H + N) {
-    constexpr int S = piece_elements<N, H, P>();
-    const T* a = p + P;
-    if constexpr (S == 1) {
-      uint16_t u;
-      asm volatile("ld.global.u16 %0, [%1];" : "=h"(u) : "l"(a));
-      f[P - H] = bits_to_float<T>(u);
-    } else {
-      uint32_t u[4];
-      if constexpr (S == 8) {
-        asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3]) : "l"(a));
-      } else if constexpr (S == 4) {
-        asm volatile("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(u[0]), "=r"(u[1]) : "l"(a));
-      } else {
-        asm volatile("ld.global.u32 %0, [%1];" : "=r"(u[0]) : "l"(a));
-      }
-#pragma unroll
-      for (int i = 0; i < S; ++i) f[P - H + i] = word_element<T>(u[i / 2], i % 2);
-    }
-    load_at_head<T, N, H, P + S>(p, f);
+// A vector loaded by load_at_head, as floats (each element's word known at compile time).
+template <typename T, int N, int H, int E = 0>
+__device__ __forceinline__ void head_floats(const uint32_t (&u)[words_at_head(N, H)], float (&f)[N]) {
+  if constexpr (E < N) {
+    const uint32_t word = u[word_of(N, H, E)];
+    f[E] = bits_to_float<T>(static_cast<uint16_t>(half_of(N, H, E) ? word >> 16 : word));
+    head_floats<T, N, H, E + 1>(u, f);
   }
 }
 
@@ -1971,7 +1997,7 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   const int wb_first = opaque(m.first);  // weight and bias stay after the reduction
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
     constexpr int H = decltype(head)::value;
-    float w[2][N], b[2][N];  // slot k's in [k % 2]
+    uint32_t w[2][words_at_head(N, H)], b[2][words_at_head(N, H)];  // slot k's in [k % 2]
     if (0 < nk) {
       const int64_t c = static_cast<int64_t>(wb_first) * N;
       load_at_head<T, N, H>(weight + c, w[0]);
@@ -1984,7 +2010,12 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
         load_at_head<T, N, H>(weight + c, w[(k + 1) % 2]);
         load_at_head<T, N, H>(bias + c, b[(k + 1) % 2]);
       }
-      if (k < nk) store_vec_in_order(yv + k * THREADS, normalize_pack<T>(v[k], n, w[k % 2], b[k % 2]));
+      if (k < nk) {
+        float wf[N], bf[N];
+        head_floats<T, N, H>(w[k % 2], wf);
+        head_floats<T, N, H>(b[k % 2], bf);
+        store_vec_in_order(yv + k * THREADS, normalize_pack<T>(v[k], n, wf, bf));
+      }
     }
   });
   if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, n);
