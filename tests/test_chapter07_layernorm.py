@@ -245,14 +245,16 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     # two aligned vectors; 961 to 1,024 vectors, 3,901 and 4,097 floats, 256 x 4 on a
     # GPU like the H200, else 128 x 8); on a GPU like the H200, 16-bit rows in blocks of 128 and
     # 256 threads with weight and bias both given, layernorm_offset_wb_kernel (3,100,
-    # 12,289, 14,501, 16,383 and 16,385 halves; 3,001 and 7,169 stay shifted); on an
+    # 12,289, 13,001, 14,501, 16,383 and 16,385 halves, bf16 7,169; 3,001 and fp16 7,169
+    # stay shifted); on an
     # H100 not at a power of two vectors (so 1,025 and 1,031 halves, 128 vectors, take
     # the warp-a-row form on a GPU like the H200 and the peeled general kernels on an
     # H100); the other methods take the peeled general kernels. Lengths at each block
     # size; a NaN row; weight and bias both, one, or none; the views at 500 vectors,
     # on the new kernels on every GPU.
     vec = 16 // dtype.itemsize
-    lengths = ((1025, 1031, 1100, 1300, 1700, 2047, 3001, 3100, 7169, 12289, 14501, 16383, 16385) if vec == 8 else
+    lengths = ((1025, 1031, 1100, 1300, 1700, 2047, 3001, 3100, 7169, 12289, 13001, 14501, 16383, 16385)
+               if vec == 8 else
                (1025, 1537, 1541, 3901, 4097, 8191, 12289, 16383, 16387))
     for cols in lengths:
         check_rows_past_the_l2(ops, cols, dtype, method)

@@ -1979,6 +1979,9 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   constexpr int N = 8;
   constexpr int kWarps = THREADS / 32;
   constexpr bool kPairwise = VPT == 8;  // slot counts as layernorm_shifted_wb_kernel's
+  // bf16 rows of 7 vectors a thread load each slot's bias at that slot, not a slot ahead:
+  // ahead, ptxas spilled 8 bytes at 80 registers (numbers at launch_rows).
+  constexpr bool kBiasAhead = !(std::is_same_v<T, __nv_bfloat16> && VPT == 7);
   using P = Pack<T, N>;
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
@@ -2001,16 +2004,19 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
     if (0 < nk) {
       const int64_t c = static_cast<int64_t>(wb_first) * N;
       load_at_head<T, N, H>(weight + c, w[0]);
-      load_at_head<T, N, H>(bias + c, b[0]);
+      if constexpr (kBiasAhead) load_at_head<T, N, H>(bias + c, b[0]);
     }
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
       if (k + 1 < VPT && k + 1 < nk) {
         const int64_t c = static_cast<int64_t>(wb_first + (k + 1) * THREADS) * N;
         load_at_head<T, N, H>(weight + c, w[(k + 1) % 2]);
-        load_at_head<T, N, H>(bias + c, b[(k + 1) % 2]);
+        if constexpr (kBiasAhead) load_at_head<T, N, H>(bias + c, b[(k + 1) % 2]);
       }
       if (k < nk) {
+        if constexpr (!kBiasAhead) {
+          load_at_head<T, N, H>(bias + static_cast<int64_t>(wb_first + k * THREADS) * N, b[k % 2]);
+        }
         float wf[N], bf[N];
         head_floats<T, N, H>(w[k % 2], wf);
         head_floats<T, N, H>(b[k % 2], bf);
@@ -2560,10 +2566,10 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
     // reads them in aligned pieces of up to 16 bytes from there), on a GPU like the
     // H200, in blocks of 128 and 256 threads (512 x 4 is the H100's shape). Blocks of 64
     // threads keep the shifted kernel (the offset kernel took 0.85-0.91 of its speed at
-    // 3,001 halves, 64 x 6), and so do 128 x 7 (0.986 at fp16 7,001) and bf16 rows of 7
-    // vectors a thread, where the offset kernel spilled 8 bytes (numbers at launch_rows).
+    // 3,001 halves, 64 x 6), and so do fp16 rows at 128 x 7 (0.984-0.986 at 7,001); bf16
+    // rows of 7 vectors a thread take it, bias loaded at its slot (numbers at launch_rows).
     constexpr bool kOffset = (THREADS == 128 || THREADS == 256) &&
-                             !(VPT == 7 && (THREADS == 128 || std::is_same_v<T, __nv_bfloat16>));
+                             !(VPT == 7 && THREADS == 128 && std::is_same_v<T, __half>);
     if constexpr (kOffset) {
       if (l.weight && l.bias && l.wb_vec && fast_memory_per_sm()) return launch_offset_wb<T, THREADS, VPT>(l);
     }
@@ -2980,6 +2986,14 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     (fp16 7,001 0.986), bf16 x 7 (8 bytes spilled). Accuracy the same as the shifted
 //     kernel's on rows plain, offset by 1e2 to 1e4 and with x[0] far: 0.22-0.24 of the
 //     16-bit tolerance. Not measured on an H100, which keeps the shifted kernel.
+//     bf16 rows of 7 vectors a thread (128 x 7: 6,145 to 7,175 halves; 256 x 7: 12,289
+//     to 14,343) take the offset kernel with each slot's bias loaded at that slot
+//     (kBiasAhead; no spill, 79 registers). The shifted kernel's time over it (H200
+//     …7893, copy 3,915-3,966 GB/s, 30 paired rounds, 256 MiB): 14,001 1.058 (86.8% ->
+//     91.7% of a copy), 13,001 1.084 (84.2 -> 91.2), 12,601 1.045 (86.4 -> 90.2), 7,001
+//     1.037 (91.1 -> 93.7), 6,501 1.057 (89.0 -> 93.8), 6,201 1.028 (89.6 -> 92.2); with
+//     bias a slot ahead and 8 bytes spilled 1.041-1.079 (…0286, …0158, …7893), and held
+//     to 640 or 512 threads an SM so as not to spill, 0.78-1.02 (…8145).
 //   Many fp32 rows off the vector boundary that move more than the L2, of 129 to
 //     4,096 vectors, for Welford, weight and bias 16-byte aligned: one row a
 //     block (layernorm_funnel_wb_kernel, shaped as launch_shaped), each body
