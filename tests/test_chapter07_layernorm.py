@@ -235,23 +235,23 @@ def test_rows_between_the_powers_of_two_past_the_l2(ops, method, dtype):
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
-    # Past the L2, rows of 129 to 2,048 16-bit or 4,096 fp32 vectors whose starts are
-    # not all on a 16-byte boundary (a length not a multiple of the vector, or x and
-    # out views one element in) take, for Welford, layernorm_shifted_wb_kernel
-    # (16-bit: blocks per row class, weight and bias shifted into shared memory; a
-    # warp a row up to 256 vectors, 5 to 8 a lane at 1,100 to 2,047 halves; from
-    # 1,793 vectors 256 x 8 on a GPU like the H200, else 512 x 4) or
-    # layernorm_funnel_wb_kernel (fp32: a row a block, weight and bias moved out of
-    # two aligned vectors; 961 to 1,024 vectors, 3,901 and 4,097 floats, 256 x 4 on a
-    # GPU like the H200, else 128 x 8); on a GPU like the H200, 16-bit rows in blocks of 128 and
-    # 256 threads with weight and bias both given, layernorm_offset_wb_kernel (3,100,
-    # 12,289, 13,001, 14,501, 16,383 and 16,385 halves, bf16 7,169; 3,001 and fp16 7,169
-    # stay shifted); on an
-    # H100 not at a power of two vectors (so 1,025 and 1,031 halves, 128 vectors, take
-    # the warp-a-row form on a GPU like the H200 and the peeled general kernels on an
-    # H100); the other methods take the peeled general kernels. Lengths at each block
-    # size; a NaN row; weight and bias both, one, or none; the views at 500 vectors,
-    # on the new kernels on every GPU.
+    # Past the L2, rows of 128 to 2,048 16-bit or 129 to 4,096 fp32 vectors whose
+    # starts are not all on a 16-byte boundary (a length not a multiple of the vector,
+    # or x and out views one element in) take, for Welford:
+    # - 16-bit: layernorm_shifted_wb_kernel (blocks per row class, weight and bias
+    #   shifted into shared memory; a warp a row up to 256 vectors, 4 to 8 a lane at
+    #   1,025 to 2,047 halves; from 1,793 vectors 256 x 8 on a GPU like the H200, else
+    #   512 x 4). On a GPU like the H200, rows in blocks of 128 and 256 threads with
+    #   weight and bias both given take layernorm_offset_wb_kernel instead (3,100,
+    #   12,289, 13,001, 14,501, 16,383 and 16,385 halves, and bf16 7,169; 3,001 and
+    #   fp16 7,169 stay shifted).
+    # - fp32: layernorm_funnel_wb_kernel (a row a block, weight and bias moved out of
+    #   two aligned vectors; 961 to 1,024 vectors, 3,901 and 4,097 floats, at 256 x 4
+    #   on a GPU like the H200, else 128 x 8).
+    # On an H100 neither at a power of two vectors (1,025 and 1,031 halves take the
+    # peeled general kernels there); the other methods take the peeled general
+    # kernels. Lengths at each block size; a NaN row; weight and bias both, one, or
+    # none; the views at 500 vectors, on the new kernels on every GPU.
     vec = 16 // dtype.itemsize
     lengths = ((1025, 1031, 1100, 1300, 1700, 2047, 3001, 3100, 7169, 12289, 13001, 14501, 16383, 16385)
                if vec == 8 else

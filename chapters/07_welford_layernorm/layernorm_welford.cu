@@ -2001,22 +2001,19 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
     constexpr int H = decltype(head)::value;
     uint32_t w[2][words_at_head(N, H)], b[2][words_at_head(N, H)];  // slot k's in [k % 2]
+    const auto at = [&](int k) { return static_cast<int64_t>(wb_first + k * THREADS) * N; };  // slot k's element
     if (0 < nk) {
-      const int64_t c = static_cast<int64_t>(wb_first) * N;
-      load_at_head<T, N, H>(weight + c, w[0]);
-      if constexpr (kBiasAhead) load_at_head<T, N, H>(bias + c, b[0]);
+      load_at_head<T, N, H>(weight + at(0), w[0]);
+      if constexpr (kBiasAhead) load_at_head<T, N, H>(bias + at(0), b[0]);
     }
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
       if (k + 1 < VPT && k + 1 < nk) {
-        const int64_t c = static_cast<int64_t>(wb_first + (k + 1) * THREADS) * N;
-        load_at_head<T, N, H>(weight + c, w[(k + 1) % 2]);
-        if constexpr (kBiasAhead) load_at_head<T, N, H>(bias + c, b[(k + 1) % 2]);
+        load_at_head<T, N, H>(weight + at(k + 1), w[(k + 1) % 2]);
+        if constexpr (kBiasAhead) load_at_head<T, N, H>(bias + at(k + 1), b[(k + 1) % 2]);
       }
       if (k < nk) {
-        if constexpr (!kBiasAhead) {
-          load_at_head<T, N, H>(bias + static_cast<int64_t>(wb_first + k * THREADS) * N, b[k % 2]);
-        }
+        if constexpr (!kBiasAhead) load_at_head<T, N, H>(bias + at(k), b[k % 2]);
         float wf[N], bf[N];
         head_floats<T, N, H>(w[k % 2], wf);
         head_floats<T, N, H>(b[k % 2], bf);
@@ -2575,11 +2572,6 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
     }
     return launch_shifted_wb<T, THREADS, VPT>(l);
   } else if constexpr (SHIFTED) {
-    // fp32 rows of 961 to 1,024 vectors on a GPU like the H200: 256 x 4, not 128 x 8
-    // (1.02-1.04 times as fast at 4,001 to 4,099 floats; numbers at launch_rows).
-    if constexpr (THREADS == 128 && VPT == 8) {
-      if (nvec > 960 && fast_memory_per_sm()) return launch_funnel_wb<T, 256, 4>(l);
-    }
     return launch_funnel_wb<T, THREADS, VPT>(l);
   } else {
     if constexpr ((kSlots & (kSlots - 1)) != 0) {  // (a power of two never comes here)
@@ -2601,6 +2593,11 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
   }
   constexpr int kFirst64 = SHIFTED && sizeof(T) == 2 ? 5 : 3;  // nvec > 256 there, > 128 elsewhere
   if (nvec <= 64 * 6) return launch_shaped_block<T, 64, kFirst64, 6, SHIFTED>(l, nvec);
+  if constexpr (SHIFTED && sizeof(T) == 4) {
+    // fp32 rows off the boundary of 961 to 1,024 vectors on a GPU like the H200: 256 x 4,
+    // not 128 x 8 (1.02-1.04 times as fast at 4,001 to 4,099 floats; numbers at launch_rows).
+    if (nvec > 960 && nvec <= 1024 && fast_memory_per_sm()) return launch_shaped_block<T, 256, 4, 4, true>(l, nvec);
+  }
   if (nvec <= 128 * kMax) return launch_shaped_block<T, 128, 4, kMax, SHIFTED>(l, nvec);
   if (nvec <= 256 * kMax) return launch_shaped_block<T, 256, 128 * kMax / 256 + 1, kMax, SHIFTED>(l, nvec);
   if constexpr (sizeof(T) == 2) {  // 1,793 to 2,048 vectors: 512 x 4
