@@ -1960,13 +1960,70 @@ __device__ __forceinline__ void head_floats(const uint32_t (&u)[words_at_head(N,
   }
 }
 
+// The next-lane form of the offset kernel (kFromNextLane there). The vector that starts
+// H elements into aligned vector j is words H / 2 to 3 of vector j and the first
+// kNextWords of vector j + 1; element e is half (H + e) % 2 of word (H + e) / 2 of the
+// pair. A lane loads vector j alone, 16 bytes as the aligned kernels do, and takes
+// those words of j + 1 from the next lane, which holds it in the same slot (next_words).
+template <int H>
+constexpr int kNextWords = (H + 1) / 2;
+
+// The first kNextWords<H> words of the aligned vector at p, for a lane that loads them
+// itself. LAST: the row's last body vector, whose next vector may run past the end of
+// the buffer: an odd head's last word is read as the one element the row uses.
+template <int H>
+__device__ __forceinline__ void load_next_words(const uint32_t* p, bool last, uint32_t (&u)[4]) {
+  constexpr int NB = kNextWords<H>;
+  if constexpr (NB == 0) {
+    return;  // head 0: the vector is aligned vector j alone
+  } else if (H % 2 == 0 || !last) {
+    if constexpr (NB == 4) {
+      asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3]) : "l"(p));
+    } else if constexpr (NB >= 2) {
+      asm volatile("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(u[0]), "=r"(u[1]) : "l"(p));
+      if constexpr (NB == 3) asm volatile("ld.global.u32 %0, [%1];" : "=r"(u[2]) : "l"(p + 2));
+    } else {
+      asm volatile("ld.global.u32 %0, [%1];" : "=r"(u[0]) : "l"(p));
+    }
+  } else {  // odd H, the row's end: whole words, then the last one's low half (zero-extended)
+    if constexpr (NB >= 3) asm volatile("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(u[0]), "=r"(u[1]) : "l"(p));
+    if constexpr (NB == 2 || NB == 4) asm volatile("ld.global.u32 %0, [%1];" : "=r"(u[NB - 2]) : "l"(p + NB - 2));
+    asm volatile("ld.global.u16 %0, [%1];" : "=r"(u[NB - 1]) : "l"(p + NB - 1));
+  }
+}
+
+// The next lane's first kNextWords<H> words of `mine`, or, where `own`, the thread's own
+// load of them from p. Every lane of the warp must call it.
+template <int H>
+__device__ __forceinline__ void next_words(const uint32_t (&mine)[4], bool own, const uint32_t* p, bool last,
+                                           uint32_t (&u)[4]) {
+#pragma unroll
+  for (int i = 0; i < kNextWords<H>; ++i) u[i] = __shfl_down_sync(kFullMask, mine[i], 1);
+  if (own) load_next_words<H>(p, last, u);
+}
+
+// Element e of the vector H elements into aligned vector a, next holding the words after it.
+template <typename T, int H>
+__device__ __forceinline__ float element_at_head(const uint32_t (&a)[4], const uint32_t (&next)[4], int e) {
+  const int word = (H + e) / 2;  // e is a compile-time constant where this is called
+  const uint32_t u = word < 4 ? a[word] : next[word - 4];
+  return bits_to_float<T>(static_cast<uint16_t>((H + e) % 2 ? u >> 16 : u));
+}
+
 // Many 16-bit rows off the vector boundary past the L2, weight and bias both given and
 // 16-byte aligned, on a GPU like the H200 (launch_shaped_block): one row a block, as
 // layernorm_funnel_wb_kernel, its body vectors in THREADS x VPT slots, head and tail
 // elements one to a thread. Body vector j's weight and bias start `head` elements into
-// aligned vector j and are read there (load_at_head, the head a compile-time constant),
-// slot k + 1's before slot k's store, so that a slot does not wait for its own loads;
-// the statistics in one reduction (moments_norm). Against layernorm_shifted_wb_kernel (a persistent block a
+// aligned vector j (the head a compile-time constant), slot k + 1's loaded before slot
+// k's store, so that a slot does not wait for its own loads; the statistics in one
+// reduction (moments_norm). Weight and bias are read where they lie, in one of two forms:
+// in aligned pieces of up to 16 bytes (load_at_head: 1 to 4 loads a vector), or, in
+// blocks of 4 and 6 vectors a thread (kFromNextLane), one 16-byte load a vector and the
+// rest from the next lane (next_words). What these loads cost is their number: with the
+// head forced to 0 (one aligned load a vector, wrong weights, timing only) the pieces'
+// form ran 1.025-1.094 times as fast at 4,097 to 16,383 halves, and under ncu its L1
+// took 2.4 times the load requests and sectors (12,289 and 16,383 halves; H200s,
+// book/results.md). Against layernorm_shifted_wb_kernel (a persistent block a
 // row class, weight and bias shifted into shared memory, Chan's merge of all threads in
 // two reductions), H200s, 30 paired rounds, 256 MiB: 1.00-1.12 times as fast at 4,097 to
 // 16,383 halves in blocks of 128 and 256 threads (89.5-98.1% of a copy against
@@ -1979,9 +2036,14 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   constexpr int N = 8;
   constexpr int kWarps = THREADS / 32;
   constexpr bool kPairwise = VPT == 8;  // slot counts as layernorm_shifted_wb_kernel's
-  // bf16 rows of 7 vectors a thread load each slot's bias at that slot, not a slot ahead:
-  // ahead, ptxas spilled 8 bytes at 80 registers (numbers at launch_rows).
-  constexpr bool kBiasAhead = !(std::is_same_v<T, __nv_bfloat16> && VPT == 7);
+  // The next-lane form where it measured faster (4 and 6 vectors a thread; at 5, 7 and
+  // 8 it spilled or lost: numbers at launch_rows).
+  constexpr bool kFromNextLane = VPT == 4 || VPT == 6;
+  // Rows that load each slot's bias at that slot, not a slot ahead, where ahead ptxas
+  // spilled: bf16 rows of 7 vectors a thread (8 bytes at 80 registers) in the pieces'
+  // form, fp16 rows of 4 (16 bytes at 64 registers) in the next-lane form.
+  constexpr bool kBiasAhead = kFromNextLane ? !(std::is_same_v<T, __half> && VPT == 4)
+                                            : !(std::is_same_v<T, __nv_bfloat16> && VPT == 7);
   using P = Pack<T, N>;
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
@@ -1998,10 +2060,48 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   T* yr = y + static_cast<int64_t>(blockIdx.x) * cols;
   P* yv = reinterpret_cast<P*>(yr + s.head) + m.first;
   const int wb_first = opaque(m.first);  // weight and bias stay after the reduction
+  // The lanes whose next lane does not hold their next vector: a warp's last lane, and
+  // the lane before slot_map's wrap (first = THREADS - 1: vector THREADS is the next
+  // lane's next slot). The row's last body vector is a third (in the loop).
+  const bool next_in_lane = tid % 32 != 31 && wb_first != THREADS - 1;
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
     constexpr int H = decltype(head)::value;
-    uint32_t w[2][words_at_head(N, H)], b[2][words_at_head(N, H)];  // slot k's in [k % 2]
     const auto at = [&](int k) { return static_cast<int64_t>(wb_first + k * THREADS) * N; };  // slot k's element
+    if constexpr (kFromNextLane) {
+      // Slot k's aligned vectors in [k % 2], zeroed so that a lane past the row's end
+      // hands its neighbour defined words (which that lane does not use).
+      uint32_t w[2][4] = {}, b[2][4] = {};
+      if (0 < nk) {
+        load_at_head<T, N, 0>(weight + at(0), w[0]);
+        if constexpr (kBiasAhead) load_at_head<T, N, 0>(bias + at(0), b[0]);
+      }
+#pragma unroll
+      for (int k = 0; k < VPT; ++k) {
+        if (k + 1 < VPT && k + 1 < nk) {
+          load_at_head<T, N, 0>(weight + at(k + 1), w[(k + 1) % 2]);
+          if constexpr (kBiasAhead) load_at_head<T, N, 0>(bias + at(k + 1), b[(k + 1) % 2]);
+        }
+        if (!kBiasAhead && k < nk) load_at_head<T, N, 0>(bias + at(k), b[k % 2]);
+        const bool last = wb_first + k * THREADS + 1 >= nb;
+        const bool own = k < nk && (!next_in_lane || last);
+        uint32_t wn[4], bn[4];  // outside `k < nk`: every lane takes part in the shuffles
+        next_words<H>(w[k % 2], own, reinterpret_cast<const uint32_t*>(weight + at(k) + N), last, wn);
+        next_words<H>(b[k % 2], own, reinterpret_cast<const uint32_t*>(bias + at(k) + N), last, bn);
+        if (k < nk) {
+          float f[N];
+#pragma unroll
+          for (int e = 0; e < N; ++e) {
+            f[e] = affine(v[k].get(e), n, element_at_head<T, H>(w[k % 2], wn, e),
+                          element_at_head<T, H>(b[k % 2], bn, e));
+          }
+          P out;
+          out.set(f);
+          store_vec_in_order(yv + k * THREADS, out);
+        }
+      }
+      return;
+    }
+    uint32_t w[2][words_at_head(N, H)], b[2][words_at_head(N, H)];  // slot k's in [k % 2]
     if (0 < nk) {
       load_at_head<T, N, H>(weight + at(0), w[0]);
       if constexpr (kBiasAhead) load_at_head<T, N, H>(bias + at(0), b[0]);
@@ -2991,6 +3091,19 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     1.037 (91.1 -> 93.7), 6,501 1.057 (89.0 -> 93.8), 6,201 1.028 (89.6 -> 92.2); with
 //     bias a slot ahead and 8 bytes spilled 1.041-1.079 (…0286, …0158, …7893), and held
 //     to 640 or 512 threads an SM so as not to spill, 0.78-1.02 (…8145).
+//     Rows of 4 and 6 vectors a thread (128 x 4 and 256 x 4: 3,081 to 4,103 and 7,177
+//     to 8,199 halves; 128 x 6 and 256 x 6: 5,129 to 6,151 and 10,249 to 12,295) read
+//     weight and bias in the next-lane form (kFromNextLane: one 16-byte load a vector,
+//     the rest shuffled from the next lane), fp16 rows of 4 with bias at its slot.
+//     Outputs bit for bit the pieces' form's. Its time over this form's (H200 …8082,
+//     copy 3,928-3,983 GB/s, 30 paired rounds, 256 MiB): fp16 4,097 1.014 (96.6% ->
+//     98.0% of a copy), 6,001 1.018 (97.7 -> 99.5), 8,191 1.030 (93.6 -> 96.3), 12,289
+//     1.024 (94.3 -> 96.9); bf16 4,097 1.022 (95.2 -> 97.6), 6,001 1.021 (95.2 -> 97.0),
+//     8,191 1.040 (91.4 -> 94.7), 12,289 1.028 (91.3 -> 93.6); the other shapes
+//     0.995-1.006. The form at 5, 7 and 8 vectors a thread, with bias a slot ahead or at
+//     its slot (…6008, …8671): 5, 0.924-1.009 (bf16 with bias ahead spilled); 7,
+//     0.970-1.015 (fp16 spilled); 8, 0.928-1.000. fp16 rows of 4 with bias ahead spilled
+//     16 bytes (0.981-0.983 at 4,097, 0.997-1.009 at 8,191).
 //   Many fp32 rows off the vector boundary that move more than the L2, of 129 to
 //     4,096 vectors, for Welford, weight and bias 16-byte aligned: one row a
 //     block (layernorm_funnel_wb_kernel, shaped as launch_shaped), each body
