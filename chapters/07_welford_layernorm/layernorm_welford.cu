@@ -3160,8 +3160,10 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     3,001 (128 x 6), 1.012 at 1,102, ties elsewhere. So blocks of 64 and 128
 //     threads keep two loads (kFromNextLane).
 //     The next slot's weight and bias loaded before this slot's store spilled 16
-//     to 68 bytes in every shape of 256 and 512 threads at 64 registers; not
-//     measured. Weight and bias in plain loads, left to the compiler (8 to 108
+//     to 68 bytes in every shape of 256 and 512 threads at 64 registers. In the present
+//     form (the next lane's shuffles) it spills at 6 to 8 vectors a thread only, and took 0.954-1.006 of this form's speed at 2,050 to 16,383 floats;
+//     weight alone a slot ahead (no spill) 0.933-1.008 (H200 …3733, 30 paired rounds,
+//     book/results.md). Weight and bias in plain loads, left to the compiler (8 to 108
 //     bytes spilled), took 0.952-0.977 of this form's speed at 9,001 to 16,383 floats
 //     and 1.013 at 4,097 (H200 …2013, 20 rounds), with y in plain stores too
 //     0.929-0.961 at 9,001 to 16,383; so both stay in program order.
