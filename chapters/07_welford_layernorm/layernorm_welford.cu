@@ -2036,14 +2036,16 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   constexpr int N = 8;
   constexpr int kWarps = THREADS / 32;
   constexpr bool kPairwise = VPT == 8;  // slot counts as layernorm_shifted_wb_kernel's
-  // The next-lane form where it measured faster (4 and 6 vectors a thread; at 5, 7 and
-  // 8 it spilled or lost: numbers at launch_rows).
-  constexpr bool kFromNextLane = VPT == 4 || VPT == 6;
+  // The next-lane form where it measured faster (3, 4 and 6 vectors a thread; at 5, 7
+  // and 8 it spilled or lost: numbers at launch_rows).
+  constexpr bool kFromNextLane = VPT == 3 || VPT == 4 || VPT == 6;
   // Rows that load each slot's bias at that slot, not a slot ahead, where ahead ptxas
   // spilled: bf16 rows of 7 vectors a thread (8 bytes at 80 registers) in the pieces'
-  // form, fp16 rows of 4 (16 bytes at 64 registers) in the next-lane form.
-  constexpr bool kBiasAhead = kFromNextLane ? !(std::is_same_v<T, __half> && VPT == 4)
-                                            : !(std::is_same_v<T, __nv_bfloat16> && VPT == 7);
+  // form; in the next-lane form fp16 rows of 4 (16 bytes at 64 registers) and bf16 rows
+  // of 4 in blocks of 64 (4 bytes).
+  constexpr bool kBiasAhead = kFromNextLane
+                                  ? !(VPT == 4 && (std::is_same_v<T, __half> || THREADS == 64))
+                                  : !(std::is_same_v<T, __nv_bfloat16> && VPT == 7);
   using P = Pack<T, N>;
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
@@ -2638,6 +2640,13 @@ cudaError_t launch_funnel_wb(const Launch<T>& l);
 template <typename T, int THREADS, int VPT>
 cudaError_t launch_offset_wb(const Launch<T>& l);
 
+// 16-bit rows off the boundary for layernorm_offset_wb_kernel: weight and bias both given
+// and 16-byte aligned (it reads them from their aligned vectors), on a GPU like the H200.
+template <typename T>
+bool takes_offset_wb(const Launch<T>& l) {
+  return l.weight && l.bias && l.wb_vec && fast_memory_per_sm();
+}
+
 // The block kernel of affine_row shaped to a row of nvec vectors, for lengths the
 // table in launch_rows does not name (129 to 2,047 16-bit vectors, 4,095 fp32, not
 // a power of two): THREADS a power of two from 64, the fewest that hold the row in
@@ -2659,16 +2668,15 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
     if (nvec > kSlots) return launch_shaped_block<T, THREADS, VPT + 1, MAX_VPT, SHIFTED>(l, nvec);
   }
   if constexpr (SHIFTED && sizeof(T) == 2) {
-    // The offset kernel where weight and bias are both given and 16-byte aligned (it
-    // reads them in aligned pieces of up to 16 bytes from there), on a GPU like the
-    // H200, in blocks of 128 and 256 threads (512 x 4 is the H100's shape). Blocks of 64
-    // threads keep the shifted kernel (the offset kernel took 0.85-0.91 of its speed at
-    // 3,001 halves, 64 x 6), and so do fp16 rows at 128 x 7 (0.984-0.986 at 7,001); bf16
-    // rows of 7 vectors a thread take it, bias loaded at its slot (numbers at launch_rows).
+    // The offset kernel (takes_offset_wb), in blocks of 128 and 256 threads (512 x 4 is
+    // the H100's shape). Blocks of 64 threads here (64 x 5 and 64 x 6) keep the shifted
+    // kernel (the offset kernel took 0.85-0.91 of its speed at 3,001 halves, 64 x 6), and
+    // so do fp16 rows at 128 x 7 (0.984-0.986 at 7,001); bf16 rows of 7 vectors a thread
+    // take it, bias loaded at its slot (numbers at launch_rows).
     constexpr bool kOffset = (THREADS == 128 || THREADS == 256) &&
                              !(VPT == 7 && THREADS == 128 && std::is_same_v<T, __half>);
     if constexpr (kOffset) {
-      if (l.weight && l.bias && l.wb_vec && fast_memory_per_sm()) return launch_offset_wb<T, THREADS, VPT>(l);
+      if (takes_offset_wb(l)) return launch_offset_wb<T, THREADS, VPT>(l);
     }
     return launch_shifted_wb<T, THREADS, VPT>(l);
   } else if constexpr (SHIFTED) {
@@ -2687,6 +2695,15 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
   if constexpr (SHIFTED && sizeof(T) == 2) {  // a warp a row, four rows a block (see WARP_ROWS)
     if (nvec <= 128) return launch_shifted_wb<T, 128, 4, true>(l);  // 1,025 to 1,031 halves
     if (nvec <= 160) return launch_shifted_wb<T, 128, 5, true>(l);
+    if (takes_offset_wb(l)) {
+      // The offset kernel from 161 vectors, where a warp a row holds 6 to 8 vectors a
+      // lane: 64 x 3 and 64 x 4 (1,288 to 2,055 halves), and 128 x 3 for 321 to 384
+      // vectors (2,568 to 3,079), in place of the shifted kernel's 64 x 6 (numbers at
+      // launch_rows).
+      if (nvec <= 192) return launch_offset_wb<T, 64, 3>(l);
+      if (nvec <= 256) return launch_offset_wb<T, 64, 4>(l);
+      if (nvec > 320 && nvec <= 384) return launch_offset_wb<T, 128, 3>(l);
+    }
     if (nvec <= 192) return launch_shifted_wb<T, 128, 6, true>(l);
     if (nvec <= 224) return launch_shifted_wb<T, 128, 7, true>(l);
     if (nvec <= 256) return launch_shifted_wb<T, 128, 8, true>(l);
