@@ -3121,6 +3121,22 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     its slot (…6008, …8671): 5, 0.924-1.009 (bf16 with bias ahead spilled); 7,
 //     0.970-1.015 (fp16 spilled); 8, 0.928-1.000. fp16 rows of 4 with bias ahead spilled
 //     16 bytes (0.981-0.983 at 4,097, 0.997-1.009 at 8,191).
+//     In that form the offset kernel also takes, in place of the shifted kernel, rows of
+//     161 to 256 vectors (1,288 to 2,055 halves; a warp a row at 6 to 8 vectors a lane
+//     there) as 64 x 3 and 64 x 4, and rows of 321 to 384 (2,568 to 3,079; 64 x 6 there)
+//     as 128 x 3 (launch_shaped). Forced first (H200 …7954, copy 3,942-3,962 GB/s), the
+//     shifted kernel's time over it: 64 x 3 1.002-1.005 at 1,300, 1.050-1.056 at 1,537;
+//     64 x 4 1.034-1.053 at 1,801, 1.063-1.078 at 2,047, 1.057-1.059 at 2,050; 128 x 3
+//     1.023-1.045 at 3,001, 0.991-0.993 at 2,500 (312 vectors, not taken); 64 x 6 at
+//     3,001 0.886-0.919 and 128 x 2 0.79-0.94 at 1,300 to 2,050 (not taken). As kept,
+//     against 7633efa (H200 …2207, copy 3,952-4,014 GB/s, 30 paired rounds, 256 MiB):
+//     fp16 / bf16 1,300 1.002 / 0.998, 1,400 1.005 / 1.003, 1,537 1.058 / 1.053 (87.2 /
+//     88.3% -> 92.0 / 93.1% of a copy), 1,700 1.080 / 1.067 (-> 95.5 / 94.5), 1,801 1.045
+//     / 1.024, 2,047 1.074 / 1.074 (-> 97.0 / 96.6), 2,050 1.058 / 1.055, 2,055 1.047 /
+//     1.032, 2,700 1.037 / 1.033, 3,001 1.046 / 1.047 (88.3 / 88.6 -> 92.1 / 92.5), 3,079
+//     1.027 / 1.031; unchanged shapes 0.992-1.005. Accuracy 0.24 of the 16-bit tolerance
+//     at most, as the shifted kernel's. Not measured on an H100, which keeps the shifted
+//     kernel.
 //   Many fp32 rows off the vector boundary that move more than the L2, of 129 to
 //     4,096 vectors, for Welford, weight and bias 16-byte aligned: one row a
 //     block (layernorm_funnel_wb_kernel, shaped as launch_shaped), each body
