@@ -106,10 +106,11 @@
 //     for Welford, a kernel that shifts weight and bias into shared memory for
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 83-97% of a copy,
 //     against 52-89% for the peeled kernels; on a GPU like the H200, with weight
-//     and bias both given and aligned, rows in blocks of 128 and 256 threads take one row a
-//     block instead, weight and bias read where they lie and the statistics as
-//     sums about x[0] in one reduction, recentered where x[0] lies far from the
-//     mean (layernorm_offset_wb_kernel, moments_norm): 89-98%; fp32 rows (a length not a multiple
+//     and bias both given and aligned, rows of 161 vectors and more (but 257 to 320,
+//     and fp16 rows of 769 to 896) take one row a block instead, weight and bias read where they lie (from the
+//     next lane at 3, 4 and 6 vectors a thread) and the statistics as sums about x[0]
+//     in one reduction, recentered where x[0] lies far from the mean
+//     (layernorm_offset_wb_kernel, moments_norm): 88-99%; fp32 rows (a length not a multiple
 //     of 4) take one row a block with each vector's weight and bias moved out of
 //     two aligned vectors (layernorm_funnel_wb_kernel): 90-100%, against 72-98%
 //     (launch_rows has the numbers).
