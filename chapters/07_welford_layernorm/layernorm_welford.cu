@@ -1979,7 +1979,8 @@ __device__ __forceinline__ void load_next_words(const uint32_t* p, bool last, ui
     return;  // head 0: the vector is aligned vector j alone
   } else if (H % 2 == 0 || !last) {
     if constexpr (NB == 4) {
-      asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3]) : "l"(p));
+      asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3]) : "l"(p));
     } else if constexpr (NB >= 2) {
       asm volatile("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(u[0]), "=r"(u[1]) : "l"(p));
       if constexpr (NB == 3) asm volatile("ld.global.u32 %0, [%1];" : "=r"(u[2]) : "l"(p + 2));
@@ -2070,57 +2071,50 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
     constexpr int H = decltype(head)::value;
     const auto at = [&](int k) { return static_cast<int64_t>(wb_first + k * THREADS) * N; };  // slot k's element
+    // Slot k's words in [k % 2]; the next-lane form loads the aligned vector alone (head 0),
+    // zeroed so that a lane past the row's end hands its neighbour defined words (which
+    // that lane does not use).
+    constexpr int kLoadHead = kFromNextLane ? 0 : H;
+    uint32_t w[2][words_at_head(N, kLoadHead)], b[2][words_at_head(N, kLoadHead)];
     if constexpr (kFromNextLane) {
-      // Slot k's aligned vectors in [k % 2], zeroed so that a lane past the row's end
-      // hands its neighbour defined words (which that lane does not use).
-      uint32_t w[2][4] = {}, b[2][4] = {};
-      if (0 < nk) {
-        load_at_head<T, N, 0>(weight + at(0), w[0]);
-        if constexpr (kBiasAhead) load_at_head<T, N, 0>(bias + at(0), b[0]);
-      }
+      std::memset(w, 0, sizeof(w));
+      std::memset(b, 0, sizeof(b));
+    }
+    if (0 < nk) {
+      load_at_head<T, N, kLoadHead>(weight + at(0), w[0]);
+      if constexpr (kBiasAhead) load_at_head<T, N, kLoadHead>(bias + at(0), b[0]);
+    }
 #pragma unroll
-      for (int k = 0; k < VPT; ++k) {
-        if (k + 1 < VPT && k + 1 < nk) {
-          load_at_head<T, N, 0>(weight + at(k + 1), w[(k + 1) % 2]);
-          if constexpr (kBiasAhead) load_at_head<T, N, 0>(bias + at(k + 1), b[(k + 1) % 2]);
-        }
-        if (!kBiasAhead && k < nk) load_at_head<T, N, 0>(bias + at(k), b[k % 2]);
+    for (int k = 0; k < VPT; ++k) {
+      if (k + 1 < VPT && k + 1 < nk) {
+        load_at_head<T, N, kLoadHead>(weight + at(k + 1), w[(k + 1) % 2]);
+        if constexpr (kBiasAhead) load_at_head<T, N, kLoadHead>(bias + at(k + 1), b[(k + 1) % 2]);
+      }
+      if (!kBiasAhead && k < nk) load_at_head<T, N, kLoadHead>(bias + at(k), b[k % 2]);
+      [[maybe_unused]] uint32_t wn[4], bn[4];  // the next-lane form: the next vector's first words
+      if constexpr (kFromNextLane) {  // outside `k < nk`: every lane takes part in the shuffles
         const bool last = wb_first + k * THREADS + 1 >= nb;
         const bool own = k < nk && (!next_in_lane || last);
-        uint32_t wn[4], bn[4];  // outside `k < nk`: every lane takes part in the shuffles
         next_words<H>(w[k % 2], own, reinterpret_cast<const uint32_t*>(weight + at(k) + N), last, wn);
         next_words<H>(b[k % 2], own, reinterpret_cast<const uint32_t*>(bias + at(k) + N), last, bn);
-        if (k < nk) {
-          float f[N];
+      }
+      if (k < nk) {
+        P out;
+        if constexpr (kFromNextLane) {  // each element converted where used (as measured;
+          float f[N];                   // through normalize_pack the machine code differs)
 #pragma unroll
           for (int e = 0; e < N; ++e) {
             f[e] = affine(v[k].get(e), n, element_at_head<T, H>(w[k % 2], wn, e),
                           element_at_head<T, H>(b[k % 2], bn, e));
           }
-          P out;
           out.set(f);
-          store_vec_in_order(yv + k * THREADS, out);
+        } else {
+          float wf[N], bf[N];
+          head_floats<T, N, H>(w[k % 2], wf);
+          head_floats<T, N, H>(b[k % 2], bf);
+          out = normalize_pack<T>(v[k], n, wf, bf);
         }
-      }
-      return;
-    }
-    uint32_t w[2][words_at_head(N, H)], b[2][words_at_head(N, H)];  // slot k's in [k % 2]
-    if (0 < nk) {
-      load_at_head<T, N, H>(weight + at(0), w[0]);
-      if constexpr (kBiasAhead) load_at_head<T, N, H>(bias + at(0), b[0]);
-    }
-#pragma unroll
-    for (int k = 0; k < VPT; ++k) {
-      if (k + 1 < VPT && k + 1 < nk) {
-        load_at_head<T, N, H>(weight + at(k + 1), w[(k + 1) % 2]);
-        if constexpr (kBiasAhead) load_at_head<T, N, H>(bias + at(k + 1), b[(k + 1) % 2]);
-      }
-      if (k < nk) {
-        if constexpr (!kBiasAhead) load_at_head<T, N, H>(bias + at(k), b[k % 2]);
-        float wf[N], bf[N];
-        head_floats<T, N, H>(w[k % 2], wf);
-        head_floats<T, N, H>(b[k % 2], bf);
-        store_vec_in_order(yv + k * THREADS, normalize_pack<T>(v[k], n, wf, bf));
+        store_vec_in_order(yv + k * THREADS, out);
       }
     }
   });
@@ -3195,12 +3189,13 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     threads keep two loads (kFromNextLane).
 //     The next slot's weight and bias loaded before this slot's store spilled 16
 //     to 68 bytes in every shape of 256 and 512 threads at 64 registers. In the present
-//     form (the next lane's shuffles) it spills at 6 to 8 vectors a thread only, and took 0.954-1.006 of this form's speed at 2,050 to 16,383 floats;
-//     weight alone a slot ahead (no spill) 0.933-1.008 (H200 …3733, 30 paired rounds,
-//     book/results.md). Weight and bias in plain loads, left to the compiler (8 to 108
-//     bytes spilled), took 0.952-0.977 of this form's speed at 9,001 to 16,383 floats
-//     and 1.013 at 4,097 (H200 …2013, 20 rounds), with y in plain stores too
-//     0.929-0.961 at 9,001 to 16,383; so both stay in program order.
+//     form (the next lane's shuffles) it spills at 6 to 8 vectors a thread only, and
+//     took 0.954-1.006 of this form's speed at 2,050 to 16,383 floats; weight alone a
+//     slot ahead (no spill) 0.933-1.008 (H200 …3733, 30 paired rounds, book/results.md).
+//     Weight and bias in plain loads, left to the compiler (8 to 108 bytes spilled),
+//     took 0.952-0.977 of this form's speed at 9,001 to 16,383 floats and 1.013 at
+//     4,097 (H200 …2013, 20 rounds), with y in plain stores too 0.929-0.961 at 9,001
+//     to 16,383; so both stay in program order.
 //     On a GPU like the H200, rows of 961 to 1,024 vectors (3,844 to 4,099 floats)
 //     take 256 x 4 rather than 128 x 8 (launch_shaped_block), in the form with the
 //     next lane's shuffles. 30 paired rounds, 256 MiB, 128 x 8's time over 256 x 4's
