@@ -223,11 +223,15 @@ def test_rows_between_the_powers_of_two_past_the_l2(ops, method, dtype):
     # are not a power of two take, for Welford, a block kernel shaped to the row
     # (launch_shaped): 64 to 512 threads x 3 to 8 vectors, the last slot of some
     # threads past the row's end unless the row fills them (the other methods, the
-    # general kernels). Lengths at each block size, filling it and not; a NaN row;
-    # weight and bias both, one, or none.
+    # general kernels). On a GPU like the H200 some take the kernels of rows off the
+    # boundary instead: 16-bit rows of 129 to 160 vectors a warp a row (129, 160),
+    # from 513 in blocks of 128 and 256 the offset kernel with weight and bias both
+    # given (640, 1250, 1792, 2047), fp32 rows of 2,049 to 2,560 the funnel kernel
+    # (2049, 2500). Lengths at each block size, filling it and not; a NaN row; weight
+    # and bias both, one, or none.
     vec = 16 // dtype.itemsize
-    lengths = (129, 192, 384, 447, 640, 1250, 1792, 2047) if vec == 8 else (129, 192, 384, 500, 513, 640,
-                                                                              1250, 2500, 3584, 4095)
+    lengths = (129, 160, 192, 384, 447, 640, 1250, 1792, 2047) if vec == 8 else (129, 192, 384, 500, 513, 640,
+                                                                                   1250, 2049, 2500, 3584, 4095)
     for nvec in lengths:
         check_rows_past_the_l2(ops, nvec * vec, dtype, method)
 
@@ -245,9 +249,11 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     #   weight and bias both given take layernorm_offset_wb_kernel instead (1,300 to
     #   2,055 halves in blocks of 64, 3,001 and 3,079 as 128 x 3, 3,100, 6,001, 8,191,
     #   12,289, 13,001, 14,501, 16,383 and 16,385 halves, and bf16 7,169; 1,025 to 1,100,
-    #   2,500 and fp16 7,169 stay shifted); at 3 (1,300, 1,537, 3,001, 3,079), 4 (1,700 to
-    #   2,055, 3,100, 8,191) and 6 (6,001, 12,289) vectors a thread it takes weight and
-    #   bias from the next lane.
+    #   2,567 and fp16 7,169 stay shifted, and so do rows of 257 to 320 vectors with odd
+    #   heads, 2,059); at 3 (1,300, 1,537, 3,001, 3,079), 4 (1,700 to 2,055, 3,100, 8,191),
+    #   5 in blocks of 64 (rows of 257 to 320 vectors whose heads are all even: 2,058,
+    #   2,500, 2,566) and 6 (6,001, 12,289) vectors a thread it takes weight and bias
+    #   from the next lane.
     # - fp32: layernorm_funnel_wb_kernel (a row a block, weight and bias moved out of
     #   two aligned vectors; 961 to 1,024 vectors, 3,901 and 4,097 floats, at 256 x 4
     #   on a GPU like the H200, else 128 x 8).
@@ -256,8 +262,8 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     # kernels. Lengths at each block size; a NaN row; weight and bias both, one, or
     # none; the views at 500 vectors, on the new kernels on every GPU.
     vec = 16 // dtype.itemsize
-    lengths = ((1025, 1031, 1100, 1300, 1537, 1700, 2047, 2055, 2500, 3001, 3079, 3100, 6001, 7169, 8191, 12289,
-                13001, 14501, 16383, 16385)
+    lengths = ((1025, 1031, 1100, 1300, 1537, 1700, 2047, 2055, 2058, 2059, 2500, 2566, 2567, 3001, 3079, 3100, 6001,
+                7169, 8191, 12289, 13001, 14501, 16383, 16385)
                if vec == 8 else
                (1025, 1537, 1541, 3901, 4097, 8191, 12289, 16383, 16387))
     for cols in lengths:

@@ -2038,15 +2038,16 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   constexpr int N = 8;
   constexpr int kWarps = THREADS / 32;
   constexpr bool kPairwise = VPT == 8;  // slot counts as layernorm_shifted_wb_kernel's
-  // The next-lane form where it measured faster (3, 4 and 6 vectors a thread; at 5, 7
-  // and 8 it spilled or lost: numbers at launch_rows).
-  constexpr bool kFromNextLane = VPT == 3 || VPT == 4 || VPT == 6;
+  // The next-lane form where it measured faster (3, 4 and 6 vectors a thread, and 5 in
+  // blocks of 64; at 5 in larger blocks, 7 and 8 it spilled or lost: numbers at
+  // launch_rows).
+  constexpr bool kFromNextLane = VPT == 3 || VPT == 4 || VPT == 6 || (VPT == 5 && THREADS == 64);
   // Rows that load each slot's bias at that slot, not a slot ahead, where ahead ptxas
   // spilled: bf16 rows of 7 vectors a thread (8 bytes at 80 registers) in the pieces'
-  // form; in the next-lane form fp16 rows of 4 (16 bytes at 64 registers) and bf16 rows
-  // of 4 in blocks of 64 (4 bytes).
+  // form; in the next-lane form fp16 rows of 4 (16 bytes at 64 registers), bf16 rows
+  // of 4 in blocks of 64 (4 bytes) and rows of 5 (32-36 bytes).
   constexpr bool kBiasAhead = kFromNextLane
-                                  ? !(VPT == 4 && (std::is_same_v<T, __half> || THREADS == 64))
+                                  ? !((VPT == 4 && (std::is_same_v<T, __half> || THREADS == 64)) || VPT == 5)
                                   : !(std::is_same_v<T, __nv_bfloat16> && VPT == 7);
   using P = Pack<T, N>;
   __shared__ float slots[2][3][kWarps];
@@ -2642,6 +2643,13 @@ bool takes_offset_wb(const Launch<T>& l) {
   return l.weight && l.bias && l.wb_vec && fast_memory_per_sm();
 }
 
+// Whether every row's head (its elements before a 16-byte boundary) is even: x on a
+// 4-byte boundary and rows of an even length.
+template <typename T>
+bool even_heads(const Launch<T>& l) {
+  return reinterpret_cast<std::uintptr_t>(l.x) % 4 == 0 && l.cols % 2 == 0;
+}
+
 // The block kernel of affine_row shaped to a row of nvec vectors, for lengths the
 // table in launch_rows does not name (129 to 2,047 16-bit vectors, 4,095 fp32, not
 // a power of two): THREADS a power of two from 64, the fewest that hold the row in
@@ -2655,6 +2663,15 @@ bool takes_offset_wb(const Launch<T>& l) {
 // SHIFTED: rows whose length is not a multiple of the vector, nvec = cols / N
 // (16-bit: layernorm_shifted_wb_kernel; fp32: layernorm_funnel_wb_kernel),
 // rather than aligned rows.
+// Aligned rows on a GPU like the H200 take those rows' kernels at some shapes (every
+// row's head 0), where their slots, counted from the row's 512-byte group (slot_map),
+// measured faster than this kernel's, whose warps straddle five lines for four when a
+// row does not start on one (H200 …7917, 256 MiB, 30 paired rounds): 16-bit rows from
+// 513 vectors in blocks of 128 and 256 threads (the offset kernel; 1.01-1.07 times as
+// fast at 4,104 to 16,376 halves, 0.95 fp16 and 1.02 bf16 at 7,000 in 128 x 7, which
+// fp16 keeps) and fp32 rows at 512 x 5 (the funnel kernel; 1.02-1.06 at 8,196 to
+// 10,000 floats). Elsewhere they tied or lost (0.91-1.00; fp32 512 x 6 to 8
+// 0.97-1.00).
 template <typename T, int THREADS, int VPT, int MAX_VPT, bool SHIFTED>
 cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   constexpr WbLoad WB = sizeof(T) == 4 ? WbLoad::kLate : WbLoad::kInOrder;
@@ -2662,14 +2679,14 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   if constexpr (VPT < MAX_VPT) {
     if (nvec > kSlots) return launch_shaped_block<T, THREADS, VPT + 1, MAX_VPT, SHIFTED>(l, nvec);
   }
+  // The offset kernel (takes_offset_wb), in blocks of 128 and 256 threads (512 x 4 is
+  // the H100's shape). Blocks of 64 threads here (64 x 5 and 64 x 6) keep the shifted
+  // kernel (the offset kernel took 0.85-0.91 of its speed at 3,001 halves, 64 x 6), and
+  // so do fp16 rows at 128 x 7 (0.984-0.986 at 7,001); bf16 rows of 7 vectors a thread
+  // take it, bias loaded at its slot (numbers at launch_rows).
+  constexpr bool kOffset = sizeof(T) == 2 && (THREADS == 128 || THREADS == 256) &&
+                           !(VPT == 7 && THREADS == 128 && std::is_same_v<T, __half>);
   if constexpr (SHIFTED && sizeof(T) == 2) {
-    // The offset kernel (takes_offset_wb), in blocks of 128 and 256 threads (512 x 4 is
-    // the H100's shape). Blocks of 64 threads here (64 x 5 and 64 x 6) keep the shifted
-    // kernel (the offset kernel took 0.85-0.91 of its speed at 3,001 halves, 64 x 6), and
-    // so do fp16 rows at 128 x 7 (0.984-0.986 at 7,001); bf16 rows of 7 vectors a thread
-    // take it, bias loaded at its slot (numbers at launch_rows).
-    constexpr bool kOffset = (THREADS == 128 || THREADS == 256) &&
-                             !(VPT == 7 && THREADS == 128 && std::is_same_v<T, __half>);
     if constexpr (kOffset) {
       if (takes_offset_wb(l)) return launch_offset_wb<T, THREADS, VPT>(l);
     }
@@ -2677,6 +2694,11 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   } else if constexpr (SHIFTED) {
     return launch_funnel_wb<T, THREADS, VPT>(l);
   } else {
+    if constexpr (kOffset) {
+      if (nvec > 512 && takes_offset_wb(l)) return launch_offset_wb<T, THREADS, VPT>(l);
+    } else if constexpr (sizeof(T) == 4 && THREADS == 512 && VPT == 5) {
+      if (l.wb_vec && fast_memory_per_sm()) return launch_funnel_wb<T, THREADS, VPT>(l);
+    }
     if constexpr ((kSlots & (kSlots - 1)) != 0) {  // (a power of two never comes here)
       if (nvec == kSlots) return launch_affine<T, THREADS, VPT, WB, 1, true, false, true>(l);
     }
@@ -2697,11 +2719,24 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
       // launch_rows).
       if (nvec <= 192) return launch_offset_wb<T, 64, 3>(l);
       if (nvec <= 256) return launch_offset_wb<T, 64, 4>(l);
+      // 257 to 320 vectors (2,056 to 2,567 halves) as 64 x 5 where every row's head
+      // is even: 1.08-1.10 times the shifted kernel's speed at 2,058 to 2,566 halves.
+      // Where heads are odd it took 0.88-0.99, its blocks' 8 head branches at once
+      // missing the instruction cache (ncu: 5.35 warps a cycle stalled for an
+      // instruction at 2,059, 0.16 at 2,058; numbers at launch_rows).
+      if (nvec <= 320 && even_heads(l)) return launch_offset_wb<T, 64, 5>(l);
       if (nvec > 320 && nvec <= 384) return launch_offset_wb<T, 128, 3>(l);
     }
     if (nvec <= 192) return launch_shifted_wb<T, 128, 6, true>(l);
     if (nvec <= 224) return launch_shifted_wb<T, 128, 7, true>(l);
     if (nvec <= 256) return launch_shifted_wb<T, 128, 8, true>(l);
+  } else if constexpr (sizeof(T) == 2) {
+    // Aligned rows of 129 to 160 vectors (1,032 to 1,280 halves) on a GPU like the H200:
+    // a warp a row, 5 vectors a lane, as the rows off the boundary (every head 0), where
+    // 64 x 3 leaves up to a third of its slots empty: 1.06-1.18 times as fast at 1,032
+    // to 1,104 halves, 1.01-1.08 at 1,200, 0.98 fp16 and 1.03 bf16 at 1,280, all at
+    // 95.2-96.1% of the copy (H200 …7917, 256 MiB, 30 paired rounds).
+    if (nvec <= 160 && fast_memory_per_sm()) return launch_shifted_wb<T, 128, 5, true>(l);
   }
   constexpr int kFirst64 = SHIFTED && sizeof(T) == 2 ? 5 : 3;  // nvec > 256 there, > 128 elsewhere
   if (nvec <= 64 * 6) return launch_shaped_block<T, 64, kFirst64, 6, SHIFTED>(l, nvec);
@@ -2720,8 +2755,12 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
     // Rows off the boundary in at most 4 vectors a thread (blocks of up to 512, 1,024
     // threads an SM) took 0.98-1.02 of these shapes' speed at 3,001 to 16,383 halves
     // and 0.86 at 10,001 (H200 …5419).
+    // Aligned rows there take the offset kernel at 256 x 8 (see launch_shaped_block;
+    // 1.03-1.07 at 15,000 to 16,376 halves, H200 …7917).
     if constexpr (SHIFTED) {
       if (fast_memory_per_sm()) return launch_shaped_block<T, 256, 8, 8, true>(l, nvec);
+    } else {
+      if (takes_offset_wb(l)) return launch_offset_wb<T, 256, 8>(l);
     }
     return launch_shaped_block<T, 512, 4, 4, SHIFTED>(l, nvec);
   } else {
