@@ -224,14 +224,14 @@ def test_rows_between_the_powers_of_two_past_the_l2(ops, method, dtype):
     # (launch_shaped): 64 to 512 threads x 3 to 8 vectors, the last slot of some
     # threads past the row's end unless the row fills them (the other methods, the
     # general kernels). On a GPU like the H200 some take the kernels of rows off the
-    # boundary instead: 16-bit rows of 129 to 160 vectors a warp a row (129, 160),
-    # from 513 in blocks of 128 and 256 the offset kernel with weight and bias both
-    # given (640, 1250, 1792, 2047), fp32 rows of 2,049 to 2,560 the funnel kernel
-    # (2049, 2500). Lengths at each block size, filling it and not; a NaN row; weight
-    # and bias both, one, or none.
+    # boundary instead: 16-bit rows of 129 to 160 vectors (fp16 152) a warp a row (129,
+    # 152, 160), from 513 in blocks of 128 and 256 the offset kernel with weight and
+    # bias both given (640, 1250, 1792, 2047), fp32 rows of 2,049 to 2,560 the funnel
+    # kernel (2049, 2500). Lengths at each block size, filling it and not; a NaN row;
+    # weight and bias both, one, or none.
     vec = 16 // dtype.itemsize
-    lengths = (129, 160, 192, 384, 447, 640, 1250, 1792, 2047) if vec == 8 else (129, 192, 384, 500, 513, 640,
-                                                                                   1250, 2049, 2500, 3584, 4095)
+    lengths = ((129, 152, 160, 192, 384, 447, 640, 1250, 1792, 2047) if vec == 8 else
+               (129, 192, 384, 500, 513, 640, 1250, 2049, 2500, 3584, 4095))
     for nvec in lengths:
         check_rows_past_the_l2(ops, nvec * vec, dtype, method)
 

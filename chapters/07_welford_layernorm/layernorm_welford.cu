@@ -101,14 +101,19 @@
 //     lengths between (129 to 2,047 vectors of 8 halves, 4,095 of 4 floats, not a
 //     power of two) take the same block kernel shaped to the row: 64 to 512
 //     threads x 3 to 8 vectors, the last slot of some threads past the row's end
-//     where it does not fill them (launch_shaped; Welford only). Many 16-bit rows
+//     where it does not fill them (launch_shaped; Welford only); on a GPU like the
+//     H200 some take instead the kernels of rows off the boundary below, whose slots
+//     start at the row's 512-byte group (16-bit rows of 129 to 160 vectors, fp16 152,
+//     a warp a row, from 513 vectors the offset kernel; fp32 rows of 2,049 to 2,560 vectors
+//     the funnel kernel). Many 16-bit rows
 //     off the vector boundary past the L2 (a length not a multiple of 8) take,
 //     for Welford, a kernel that shifts weight and bias into shared memory for
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 83-97% of a copy,
 //     against 52-89% for the peeled kernels; on a GPU like the H200, with weight
-//     and bias both given and aligned, rows of 161 vectors and more (but 257 to 320,
-//     and fp16 rows of 769 to 896) take one row a block instead, weight and bias read where they lie (from the
-//     next lane at 3, 4 and 6 vectors a thread) and the statistics as sums about x[0]
+//     and bias both given and aligned, rows of 161 vectors and more (but 257 to 320
+//     with odd heads, and fp16 rows of 769 to 896) take one row a block instead,
+//     weight and bias read where they lie (from the next lane at 3, 4 and 6 vectors a
+//     thread, and 5 in blocks of 64) and the statistics as sums about x[0]
 //     in one reduction, recentered where x[0] lies far from the mean
 //     (layernorm_offset_wb_kernel, moments_norm): 88-99%; fp32 rows (a length not a multiple
 //     of 4) take one row a block with each vector's weight and bias moved out of
@@ -1794,7 +1799,8 @@ __device__ __forceinline__ void load_off_boundary_row(const T* xr, int64_t cols,
 }
 
 // Many fp32 rows whose starts are not all on a 16-byte boundary (a length not a
-// multiple of 4, such as 4,097, or x a view off it), past the L2: one row a
+// multiple of 4, such as 4,097, or x a view off it), past the L2 (and, on a GPU like
+// the H200, aligned rows of 2,049 to 2,560 vectors: launch_shaped_block): one row a
 // block, as layernorm_affine_block_kernel, its body vectors in THREADS x VPT
 // slots, head and tail elements (at most 6) one to a thread. Body vector j lies
 // `head` elements into weight's and bias's vectors j and j + 1, and is moved out
@@ -2012,8 +2018,9 @@ __device__ __forceinline__ float element_at_head(const uint32_t (&a)[4], const u
   return bits_to_float<T>(static_cast<uint16_t>((H + e) % 2 ? u >> 16 : u));
 }
 
-// Many 16-bit rows off the vector boundary past the L2, weight and bias both given and
-// 16-byte aligned, on a GPU like the H200 (launch_shaped_block): one row a block, as
+// Many 16-bit rows off the vector boundary past the L2 (and some aligned ones, every head
+// 0), weight and bias both given and 16-byte aligned, on a GPU like the H200
+// (launch_shaped, launch_shaped_block): one row a block, as
 // layernorm_funnel_wb_kernel, its body vectors in THREADS x VPT slots, head and tail
 // elements one to a thread. Body vector j's weight and bias start `head` elements into
 // aligned vector j (the head a compile-time constant), slot k + 1's loaded before slot
@@ -2667,11 +2674,11 @@ bool even_heads(const Launch<T>& l) {
 // row's head 0), where their slots, counted from the row's 512-byte group (slot_map),
 // measured faster than this kernel's, whose warps straddle five lines for four when a
 // row does not start on one (H200 …7917, 256 MiB, 30 paired rounds): 16-bit rows from
-// 513 vectors in blocks of 128 and 256 threads (the offset kernel; 1.01-1.07 times as
+// 513 vectors in blocks of 128 and 256 threads (the offset kernel; 1.01-1.08 times as
 // fast at 4,104 to 16,376 halves, 0.95 fp16 and 1.02 bf16 at 7,000 in 128 x 7, which
 // fp16 keeps) and fp32 rows at 512 x 5 (the funnel kernel; 1.02-1.06 at 8,196 to
-// 10,000 floats). Elsewhere they tied or lost (0.91-1.00; fp32 512 x 6 to 8
-// 0.97-1.00).
+// 10,000 floats). Not taken elsewhere: 16-bit rows of 161 to 512 vectors 0.91-1.03
+// (fp16 at most 1.007), fp32 rows in other shapes 0.97-1.00.
 template <typename T, int THREADS, int VPT, int MAX_VPT, bool SHIFTED>
 cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   constexpr WbLoad WB = sizeof(T) == 4 ? WbLoad::kLate : WbLoad::kInOrder;
@@ -2731,12 +2738,14 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
     if (nvec <= 224) return launch_shifted_wb<T, 128, 7, true>(l);
     if (nvec <= 256) return launch_shifted_wb<T, 128, 8, true>(l);
   } else if constexpr (sizeof(T) == 2) {
-    // Aligned rows of 129 to 160 vectors (1,032 to 1,280 halves) on a GPU like the H200:
-    // a warp a row, 5 vectors a lane, as the rows off the boundary (every head 0), where
-    // 64 x 3 leaves up to a third of its slots empty: 1.06-1.18 times as fast at 1,032
-    // to 1,104 halves, 1.01-1.08 at 1,200, 0.98 fp16 and 1.03 bf16 at 1,280, all at
-    // 95.2-96.1% of the copy (H200 …7917, 256 MiB, 30 paired rounds).
-    if (nvec <= 160 && fast_memory_per_sm()) return launch_shifted_wb<T, 128, 5, true>(l);
+    // Aligned rows of 129 to 160 vectors (1,032 to 1,280 halves; fp16 to 152) on a GPU
+    // like the H200: a warp a row, 5 vectors a lane, as the rows off the boundary (every
+    // head 0), where 64 x 3 leaves up to a third of its slots empty: 1.06-1.18 times as
+    // fast at 1,032 to 1,104 halves, 1.01-1.08 at 1,200, bf16 1.03 at 1,280, at 95.2-96.1%
+    // of the copy (H200 …7917, 256 MiB, 30 paired rounds); fp16 1.010 at 1,216, 1.000 at
+    // 1,240, 0.984 at 1,264 and 0.971-0.980 at 1,280 (…7917, …8541, …1523).
+    constexpr int64_t kWarpRowMax = std::is_same_v<T, __half> ? 152 : 160;
+    if (nvec <= kWarpRowMax && fast_memory_per_sm()) return launch_shifted_wb<T, 128, 5, true>(l);
   }
   constexpr int kFirst64 = SHIFTED && sizeof(T) == 2 ? 5 : 3;  // nvec > 256 there, > 128 elsewhere
   if (nvec <= 64 * 6) return launch_shaped_block<T, 64, kFirst64, 6, SHIFTED>(l, nvec);
