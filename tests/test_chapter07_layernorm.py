@@ -247,13 +247,13 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     #   1,025 to 2,047 halves; from 1,793 vectors 256 x 8 on a GPU like the H200, else
     #   512 x 4). On a GPU like the H200, rows in blocks of 128 and 256 threads with
     #   weight and bias both given take layernorm_offset_wb_kernel instead (1,300 to
-    #   2,055 halves in blocks of 64, 3,001 and 3,079 as 128 x 3, 3,100, 6,001, 8,191,
-    #   12,289, 13,001, 14,501, 16,383 and 16,385 halves, and bf16 7,169; 1,025 to 1,100,
-    #   2,567 and fp16 7,169 stay shifted, and so do rows of 257 to 320 vectors with odd
-    #   heads, 2,059); at 3 (1,300, 1,537, 3,001, 3,079), 4 (1,700 to 2,055, 3,100, 8,191),
-    #   5 in blocks of 64 (rows of 257 to 320 vectors whose heads are all even: 2,058,
-    #   2,500, 2,566) and 6 (6,001, 12,289) vectors a thread it takes weight and bias
-    #   from the next lane.
+    #   2,055 halves in blocks of 64, 3,001 and 3,079 as 128 x 3, 3,100, 6,001, 6,500,
+    #   8,191, 12,289, 13,001, 14,501, 16,383 and 16,385 halves, and bf16 7,169; 1,025 to
+    #   1,100 stay shifted, as do rows of 257 to 320 vectors and fp16 rows of 769 to 896
+    #   whose heads are not all even: 2,059, 2,567, fp16 7,169); at 3 (1,300, 1,537,
+    #   3,001, 3,079), 4 (1,700 to 2,055, 3,100, 8,191), 5 in blocks of 64 (rows of 257
+    #   to 320 vectors whose heads are all even: 2,058, 2,500, 2,566) and 6 (6,001,
+    #   12,289) vectors a thread it takes weight and bias from the next lane.
     # - fp32: layernorm_funnel_wb_kernel (a row a block, weight and bias moved out of
     #   two aligned vectors; 961 to 1,024 vectors, 3,901 and 4,097 floats, at 256 x 4
     #   on a GPU like the H200, else 128 x 8).
@@ -263,7 +263,7 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     # none; the views at 500 vectors, on the new kernels on every GPU.
     vec = 16 // dtype.itemsize
     lengths = ((1025, 1031, 1100, 1300, 1537, 1700, 2047, 2055, 2058, 2059, 2500, 2566, 2567, 3001, 3079, 3100, 6001,
-                7169, 8191, 12289, 13001, 14501, 16383, 16385)
+                6500, 7169, 8191, 12289, 13001, 14501, 16383, 16385)
                if vec == 8 else
                (1025, 1537, 1541, 3901, 4097, 8191, 12289, 16383, 16387))
     for cols in lengths:

@@ -110,8 +110,8 @@
 //     for Welford, a kernel that shifts weight and bias into shared memory for
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 83-97% of a copy,
 //     against 52-89% for the peeled kernels; on a GPU like the H200, with weight
-//     and bias both given and aligned, rows of 161 vectors and more (but 257 to 320
-//     with odd heads, and fp16 rows of 769 to 896) take one row a block instead,
+//     and bias both given and aligned, rows of 161 vectors and more (but 257 to 320,
+//     and fp16 rows of 769 to 896, with odd heads) take one row a block instead,
 //     weight and bias read where they lie (from the next lane at 3, 4 and 6 vectors a
 //     thread, and 5 in blocks of 64) and the statistics as sums about x[0]
 //     in one reduction, recentered where x[0] lies far from the mean
@@ -2689,19 +2689,20 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   // The offset kernel (takes_offset_wb), in blocks of 128 and 256 threads (512 x 4 is
   // the H100's shape). Blocks of 64 threads here (64 x 5 and 64 x 6) keep the shifted
   // kernel (the offset kernel took 0.85-0.91 of its speed at 3,001 halves, 64 x 6), and
-  // so do fp16 rows at 128 x 7 (0.984-0.986 at 7,001); bf16 rows of 7 vectors a thread
-  // take it, bias loaded at its slot (numbers at launch_rows).
-  constexpr bool kOffset = sizeof(T) == 2 && (THREADS == 128 || THREADS == 256) &&
-                           !(VPT == 7 && THREADS == 128 && std::is_same_v<T, __half>);
+  // so do fp16 rows at 128 x 7 whose heads are not all even (0.984-0.986 at 7,001, where
+  // even heads took 1.086-1.106 at 6,500 and 7,150: see launch_shaped); bf16 rows of 7
+  // vectors a thread take it, bias loaded at its slot (numbers at launch_rows).
+  constexpr bool kOffset = sizeof(T) == 2 && (THREADS == 128 || THREADS == 256);
+  constexpr bool kHalf128x7 = VPT == 7 && THREADS == 128 && std::is_same_v<T, __half>;
   if constexpr (SHIFTED && sizeof(T) == 2) {
     if constexpr (kOffset) {
-      if (takes_offset_wb(l)) return launch_offset_wb<T, THREADS, VPT>(l);
+      if (takes_offset_wb(l) && (!kHalf128x7 || even_heads(l))) return launch_offset_wb<T, THREADS, VPT>(l);
     }
     return launch_shifted_wb<T, THREADS, VPT>(l);
   } else if constexpr (SHIFTED) {
     return launch_funnel_wb<T, THREADS, VPT>(l);
   } else {
-    if constexpr (kOffset) {
+    if constexpr (kOffset && !kHalf128x7) {
       if (nvec > 512 && takes_offset_wb(l)) return launch_offset_wb<T, THREADS, VPT>(l);
     } else if constexpr (sizeof(T) == 4 && THREADS == 512 && VPT == 5) {
       if (l.wb_vec && fast_memory_per_sm()) return launch_funnel_wb<T, THREADS, VPT>(l);
