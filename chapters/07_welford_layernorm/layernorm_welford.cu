@@ -102,10 +102,9 @@
 //     power of two) take the same block kernel shaped to the row: 64 to 512
 //     threads x 3 to 8 vectors, the last slot of some threads past the row's end
 //     where it does not fill them (launch_shaped; Welford only); on a GPU like the
-//     H200 some take instead the kernels of rows off the boundary below, whose slots
-//     start at the row's 512-byte group (16-bit rows of 129 to 160 vectors, fp16 152,
-//     a warp a row, from 513 vectors the offset kernel; fp32 rows of 2,049 to 2,560 vectors
-//     the funnel kernel). Many 16-bit rows
+//     H200 some take instead the kernels of rows off the boundary below (16-bit rows
+//     of 129 to 160 vectors, fp16 152, a warp a row, from 513 vectors the offset
+//     kernel; fp32 rows of 2,049 to 2,560 vectors the funnel kernel). Many 16-bit rows
 //     off the vector boundary past the L2 (a length not a multiple of 8) take,
 //     for Welford, a kernel that shifts weight and bias into shared memory for
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 83-97% of a copy,
@@ -2671,9 +2670,9 @@ bool even_heads(const Launch<T>& l) {
 // (16-bit: layernorm_shifted_wb_kernel; fp32: layernorm_funnel_wb_kernel),
 // rather than aligned rows.
 // Aligned rows on a GPU like the H200 take those rows' kernels at some shapes (every
-// row's head 0), where their slots, counted from the row's 512-byte group (slot_map),
-// measured faster than this kernel's, whose warps straddle five lines for four when a
-// row does not start on one (H200 …7917, 256 MiB, 30 paired rounds): 16-bit rows from
+// row's head 0), where they measured faster than this kernel (H200 …7917, 256 MiB, 30
+// paired rounds; not for their slots counted from the row's 512-byte group alone: this
+// kernel counting its slots so took 0.87-1.01 of its speed, …2234): 16-bit rows from
 // 513 vectors in blocks of 128 and 256 threads (the offset kernel; 1.01-1.08 times as
 // fast at 4,104 to 16,376 halves, 0.95 fp16 and 1.02 bf16 at 7,000 in 128 x 7, which
 // fp16 keeps) and fp32 rows at 512 x 5 (the funnel kernel; 1.02-1.06 at 8,196 to
@@ -2728,10 +2727,11 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
       if (nvec <= 192) return launch_offset_wb<T, 64, 3>(l);
       if (nvec <= 256) return launch_offset_wb<T, 64, 4>(l);
       // 257 to 320 vectors (2,056 to 2,567 halves) as 64 x 5 where every row's head
-      // is even: 1.08-1.10 times the shifted kernel's speed at 2,058 to 2,566 halves.
-      // Where heads are odd it took 0.88-0.99, its blocks' 8 head branches at once
-      // missing the instruction cache (ncu: 5.35 warps a cycle stalled for an
-      // instruction at 2,059, 0.16 at 2,058; numbers at launch_rows).
+      // is even: 1.07-1.10 times the shifted kernel's speed at 2,058 to 2,566 halves.
+      // Where heads are odd it took 0.88-1.04 (under 1 but bf16 2,545 and 2,567), its
+      // blocks' 8 head branches at once missing the instruction cache (ncu: 5.35 warps
+      // stalled for an instruction an issue at 2,059, 0.16 at 2,058; H200s,
+      // book/results.md).
       if (nvec <= 320 && even_heads(l)) return launch_offset_wb<T, 64, 5>(l);
       if (nvec > 320 && nvec <= 384) return launch_offset_wb<T, 128, 3>(l);
     }
