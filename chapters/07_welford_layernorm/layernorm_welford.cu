@@ -2766,7 +2766,9 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
     // threads an SM) took 0.98-1.02 of these shapes' speed at 3,001 to 16,383 halves
     // and 0.86 at 10,001 (H200 …5419).
     // Aligned rows there take the offset kernel at 256 x 8 (see launch_shaped_block;
-    // 1.03-1.07 at 15,000 to 16,376 halves, H200 …7917).
+    // 1.03-1.07 at 15,000 to 16,376 halves, H200 …7917), launched here: through
+    // launch_shaped_block<T, 256, 8, 8, false> the block kernel at 256 x 8 would be
+    // built too, never taken, and bf16 8 vectors spill there (above).
     if constexpr (SHIFTED) {
       if (fast_memory_per_sm()) return launch_shaped_block<T, 256, 8, 8, true>(l, nvec);
     } else {
