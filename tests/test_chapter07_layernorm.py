@@ -226,11 +226,12 @@ def test_rows_between_the_powers_of_two_past_the_l2(ops, method, dtype):
     # general kernels). On a GPU like the H200 some take the kernels of rows off the
     # boundary instead: 16-bit rows of 129 to 160 vectors (fp16 152) a warp a row (129,
     # 152, 160), from 513 in blocks of 128 and 256 the offset kernel with weight and
-    # bias both given (640, 1250, 1792, 2047), fp32 rows of 2,049 to 2,560 the funnel
-    # kernel (2049, 2500). Lengths at each block size, filling it and not; a NaN row;
-    # weight and bias both, one, or none.
+    # bias both given (640, 1250, 1600, 1792, 2047; at 1600 and 1792 fp16 takes it at
+    # 1,024 threads an SM), fp32 rows of 2,049 to 2,560 the funnel kernel (2049, 2500).
+    # Lengths at each block size, filling it and not; a NaN row; weight and bias both,
+    # one, or none.
     vec = 16 // dtype.itemsize
-    lengths = ((129, 152, 160, 192, 384, 447, 640, 1250, 1792, 2047) if vec == 8 else
+    lengths = ((129, 152, 160, 192, 384, 447, 640, 1250, 1600, 1792, 2047) if vec == 8 else
                (129, 192, 384, 500, 513, 640, 1250, 2049, 2500, 3584, 4095))
     for nvec in lengths:
         check_rows_past_the_l2(ops, nvec * vec, dtype, method)
@@ -253,7 +254,8 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     #   whose heads are not all even: 2,059, 2,567, fp16 7,169); at 3 (1,300, 1,537,
     #   3,001, 3,079), 4 (1,700 to 2,055, 3,100, 8,191), 5 in blocks of 64 (rows of 257
     #   to 320 vectors whose heads are all even: 2,058, 2,500, 2,566) and 6 (6,001,
-    #   12,289) vectors a thread it takes weight and bias from the next lane.
+    #   12,289) vectors a thread it takes weight and bias from the next lane; fp16 at
+    #   256 x 7 (13,001) at 1,024 threads an SM.
     # - fp32: layernorm_funnel_wb_kernel (a row a block, weight and bias moved out of
     #   two aligned vectors; 961 to 1,024 vectors, 3,901 and 4,097 floats, at 256 x 4
     #   on a GPU like the H200, else 128 x 8).

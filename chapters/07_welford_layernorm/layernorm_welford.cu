@@ -2036,8 +2036,21 @@ __device__ __forceinline__ float element_at_head(const uint32_t (&a)[4], const u
 // two reductions), H200s, 30 paired rounds, 256 MiB: 1.00-1.12 times as fast at 4,097 to
 // 16,383 halves in blocks of 128 and 256 threads (89.5-98.1% of a copy against
 // 82.8-92.2%); numbers at launch_rows. Method 0 only, as the shifted kernel.
+// Its blocks per SM: as the block kernels' that read weight and bias in order, but fp16
+// rows of 7 vectors in blocks of 256 threads (rows of 1,537 to 1,792 vectors) take 1,024
+// threads an SM at 64 registers, which they fit without a spill (bf16 spilled 44 bytes
+// there, fp16 128 x 7 and rows of 6 and 8 vectors 92-128). Against 768 threads at 80
+// registers (H200s …5169 and …8715, 256 MiB, 30 paired rounds): 1.009-1.040 times as
+// fast at the odd lengths 12,297 to 14,335 halves (93.0% -> 96.1% of the copy at 12,297,
+// 91.7% -> 95.2% at 12,501, 92.7-93.1% -> 96.3-96.4% at 13,001), ties at even ones and
+// aligned rows (0.990-1.009 at 12,500 to 14,336); fp16 128 x 7 tied (0.99-1.01) and keeps 768.
 template <typename T, int THREADS, int VPT>
-__global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>))
+constexpr int kOffsetBlocksPerSm = std::is_same_v<T, __half> && THREADS == 256 && VPT == 7
+                                       ? 1024 / THREADS
+                                       : kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>;
+
+template <typename T, int THREADS, int VPT>
+__global__ void __launch_bounds__(THREADS, (kOffsetBlocksPerSm<T, THREADS, VPT>))
 layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                            T* __restrict__ y, int64_t cols, float inv_cols, float eps) {
   static_assert(sizeof(T) == 2, "fp32 rows: layernorm_funnel_wb_kernel");
