@@ -2040,10 +2040,11 @@ __device__ __forceinline__ float element_at_head(const uint32_t (&a)[4], const u
 // rows of 7 vectors in blocks of 256 threads (rows of 1,537 to 1,792 vectors) take 1,024
 // threads an SM at 64 registers, which they fit without a spill (bf16 spilled 44 bytes
 // there, fp16 128 x 7 and rows of 6 and 8 vectors 92-128). Against 768 threads at 80
-// registers (H200s …5169 and …8715, 256 MiB, 30 paired rounds): 1.009-1.040 times as
-// fast at the odd lengths 12,297 to 14,335 halves (93.0% -> 96.1% of the copy at 12,297,
-// 91.7% -> 95.2% at 12,501, 92.7-93.1% -> 96.3-96.4% at 13,001), ties at even ones and
-// aligned rows (0.990-1.009 at 12,500 to 14,336); fp16 128 x 7 tied (0.99-1.01) and keeps 768.
+// registers (H200s …5169, …8715 and …9131, 256 MiB, 30 paired rounds): 1.009-1.051 times
+// as fast at the odd lengths 12,297 to 14,335 halves (92.5-93.0% -> 96.1% of the copy at
+// 12,297, 91.7-92.2% -> 95.2-96.8% at 12,501, 92.7-93.5% -> 96.3-96.6% at 13,001), ties
+// at even ones and aligned rows (0.990-1.009 at 12,500 to 14,336); outputs bit for bit
+// the same. fp16 128 x 7 tied (0.99-1.01) and keeps 768.
 template <typename T, int THREADS, int VPT>
 constexpr int kOffsetBlocksPerSm = std::is_same_v<T, __half> && THREADS == 256 && VPT == 7
                                        ? 1024 / THREADS
