@@ -254,8 +254,8 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     #   whose heads are not all even: 2,059, 2,567, fp16 7,169); at 3 (1,300, 1,537,
     #   3,001, 3,079), 4 (1,700 to 2,055, 3,100, 8,191), 5 in blocks of 64 (rows of 257
     #   to 320 vectors whose heads are all even: 2,058, 2,500, 2,566) and 6 (6,001,
-    #   12,289) vectors a thread it takes weight and bias from the next lane; fp16 at
-    #   256 x 7 (13,001) at 1,024 threads an SM.
+    #   12,289) vectors a thread it takes weight and bias from the next lane; at 256 x 7
+    #   (13,001) and 256 x 8 (14,501, 16,383, 16,385) 1,024 threads an SM.
     # - fp32: layernorm_funnel_wb_kernel (a row a block, weight and bias moved out of
     #   two aligned vectors; 961 to 1,024 vectors, 3,901 and 4,097 floats, at 256 x 4
     #   on a GPU like the H200, else 128 x 8).

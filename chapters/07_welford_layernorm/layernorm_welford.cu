@@ -2023,7 +2023,8 @@ __device__ __forceinline__ float element_at_head(const uint32_t (&a)[4], const u
 // layernorm_funnel_wb_kernel, its body vectors in THREADS x VPT slots, head and tail
 // elements one to a thread. Body vector j's weight and bias start `head` elements into
 // aligned vector j (the head a compile-time constant), slot k + 1's loaded before slot
-// k's store, so that a slot does not wait for its own loads; the statistics in one
+// k's store, so that a slot does not wait for its own loads (but where registers are
+// short: kOffsetBlocksPerSm); the statistics in one
 // reduction (moments_norm). Weight and bias are read where they lie, in one of two forms:
 // in aligned pieces of up to 16 bytes (load_at_head: 1 to 4 loads a vector), or, in
 // blocks of 4 and 6 vectors a thread (kFromNextLane), one 16-byte load a vector and the
@@ -2036,19 +2037,25 @@ __device__ __forceinline__ float element_at_head(const uint32_t (&a)[4], const u
 // two reductions), H200s, 30 paired rounds, 256 MiB: 1.00-1.12 times as fast at 4,097 to
 // 16,383 halves in blocks of 128 and 256 threads (89.5-98.1% of a copy against
 // 82.8-92.2%); numbers at launch_rows. Method 0 only, as the shifted kernel.
-// Its blocks per SM: as the block kernels' that read weight and bias in order, but fp16
-// rows of 7 vectors in blocks of 256 threads (rows of 1,537 to 1,792 vectors) take 1,024
-// threads an SM at 64 registers, which they fit without a spill (bf16 spilled 44 bytes
-// there, fp16 128 x 7 and rows of 6 and 8 vectors 92-128). Against 768 threads at 80
-// registers (H200s …5169, …8715 and …9131, 256 MiB, 30 paired rounds): 1.009-1.051 times
-// as fast at the odd lengths 12,297 to 14,335 halves (92.5-93.0% -> 96.1% of the copy at
-// 12,297, 91.7-92.2% -> 95.2-96.8% at 12,501, 92.7-93.5% -> 96.3-96.6% at 13,001), ties
-// at even ones and aligned rows (0.990-1.009 at 12,500 to 14,336); outputs bit for bit
-// the same. fp16 128 x 7 tied (0.99-1.01) and keeps 768.
+// Its blocks per SM: as the block kernels' that read weight and bias in order (768
+// threads at 80 registers from 6 vectors a thread), but blocks of 256 threads x 7 and 8
+// vectors (rows of 1,537 to 2,048 vectors) take 1,024 threads at 64 registers, without a
+// spill. To fit, 256 x 8 and bf16 256 x 7 read each slot's weight and bias at that slot,
+// not a slot ahead, and count their slots as slot_map does (kAtSlot); fp16 256 x 7 fits
+// as it is. bf16 256 x 7 spilled 32-44 bytes without that, fp16 128 x 7 and rows of 6
+// vectors 92. Against 768 threads at 80 registers (H200s, 256 MiB, 30 paired rounds;
+// outputs bit for bit the same), at odd lengths: fp16 256 x 7 1.009-1.051 times as fast
+// at 12,297 to 14,335 halves (…5169, …8715, …9131, …7716; 91.6-93.5% -> 95.2-96.8% of
+// the copy at 12,297 to 13,001), bf16 256 x 7 1.021-1.052 at 12,501 to 14,001 (…7716,
+// 89.5-91.8% -> 93.4-93.7%), 256 x 8 1.013-1.050 at 14,345 to 16,383 (…0149, …7716;
+// 88.1-91.3% -> 92.3-93.6%). Even lengths and aligned rows tied (0.990-1.013 at 12,500
+// to 16,376). fp16 128 x 7 tied too (0.99-1.01) and keeps 768.
 template <typename T, int THREADS, int VPT>
-constexpr int kOffsetBlocksPerSm = std::is_same_v<T, __half> && THREADS == 256 && VPT == 7
-                                       ? 1024 / THREADS
-                                       : kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>;
+constexpr bool kAtSlot = THREADS == 256 && (VPT == 8 || (VPT == 7 && std::is_same_v<T, __nv_bfloat16>));
+
+template <typename T, int THREADS, int VPT>
+constexpr int kOffsetBlocksPerSm =
+    THREADS == 256 && VPT >= 7 ? 1024 / THREADS : kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>;
 
 template <typename T, int THREADS, int VPT>
 __global__ void __launch_bounds__(THREADS, (kOffsetBlocksPerSm<T, THREADS, VPT>))
@@ -2057,7 +2064,7 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   static_assert(sizeof(T) == 2, "fp32 rows: layernorm_funnel_wb_kernel");
   constexpr int N = 8;
   constexpr int kWarps = THREADS / 32;
-  constexpr bool kPairwise = VPT == 8;  // slot counts as layernorm_shifted_wb_kernel's
+  constexpr bool kPairwise = VPT == 8 || kAtSlot<T, THREADS, VPT>;  // slot counts: see slots_in_row
   // The next-lane form where it measured faster (3, 4 and 6 vectors a thread, and 5 in
   // blocks of 64; at 5 in larger blocks, 7 and 8 it spilled or lost: numbers at
   // launch_rows).
@@ -2066,9 +2073,11 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   // spilled: bf16 rows of 7 vectors a thread (8 bytes at 80 registers) in the pieces'
   // form; in the next-lane form fp16 rows of 4 (16 bytes at 64 registers), bf16 rows
   // of 4 in blocks of 64 (4 bytes) and rows of 5 (32-36 bytes).
-  constexpr bool kBiasAhead = kFromNextLane
-                                  ? !((VPT == 4 && (std::is_same_v<T, __half> || THREADS == 64)) || VPT == 5)
-                                  : !(std::is_same_v<T, __nv_bfloat16> && VPT == 7);
+  constexpr bool kWeightAhead = !kAtSlot<T, THREADS, VPT>;  // see kOffsetBlocksPerSm
+  constexpr bool kBiasAhead = kWeightAhead && (kFromNextLane
+                                                   ? !((VPT == 4 && (std::is_same_v<T, __half> || THREADS == 64)) ||
+                                                       VPT == 5)
+                                                   : !(std::is_same_v<T, __nv_bfloat16> && VPT == 7));
   using P = Pack<T, N>;
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
@@ -2101,16 +2110,17 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
       std::memset(w, 0, sizeof(w));
       std::memset(b, 0, sizeof(b));
     }
-    if (0 < nk) {
+    if (kWeightAhead && 0 < nk) {
       load_at_head<T, N, kLoadHead>(weight + at(0), w[0]);
       if constexpr (kBiasAhead) load_at_head<T, N, kLoadHead>(bias + at(0), b[0]);
     }
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
-      if (k + 1 < VPT && k + 1 < nk) {
+      if (kWeightAhead && k + 1 < VPT && k + 1 < nk) {
         load_at_head<T, N, kLoadHead>(weight + at(k + 1), w[(k + 1) % 2]);
         if constexpr (kBiasAhead) load_at_head<T, N, kLoadHead>(bias + at(k + 1), b[(k + 1) % 2]);
       }
+      if (!kWeightAhead && k < nk) load_at_head<T, N, kLoadHead>(weight + at(k), w[k % 2]);
       if (!kBiasAhead && k < nk) load_at_head<T, N, kLoadHead>(bias + at(k), b[k % 2]);
       [[maybe_unused]] uint32_t wn[4], bn[4];  // the next-lane form: the next vector's first words
       if constexpr (kFromNextLane) {  // outside `k < nk`: every lane takes part in the shuffles
