@@ -179,6 +179,10 @@
 //                layernorm_offset_wb_kernel: 89.5-98.1% of a copy at 4,097 to 16,383
 //                halves where the shifted kernel ran 82.8-92.2% in the same rounds
 //                (H200 …3340 and …8888, copy ~3,923-3,999 GB/s; launch_rows).
+//                At 1d38fae, 21 lengths from 1,025 to 16,383 on one H200 (…9743, copy
+//                ~3,935-4,010 GB/s): fp32 90.0-100.3% (under 95% from 10,001), fp16
+//                88.8-99.9% and bf16 88.4-98.6% (under 95% at 1,025 to 1,801 halves, at
+//                2,059, 3,001, 7,001 and 16,383, bf16 also at 12,289 to 14,001).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
