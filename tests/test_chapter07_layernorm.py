@@ -226,8 +226,8 @@ def test_rows_between_the_powers_of_two_past_the_l2(ops, method, dtype):
     # general kernels). On a GPU like the H200 some take the kernels of rows off the
     # boundary instead: 16-bit rows of 129 to 160 vectors (fp16 152) a warp a row (129,
     # 152, 160), from 513 in blocks of 128 and 256 the offset kernel with weight and
-    # bias both given (640, 1250, 1600, 1792, 2047; at 1600 and 1792 fp16 takes it at
-    # 1,024 threads an SM), fp32 rows of 2,049 to 2,560 the funnel kernel (2049, 2500).
+    # bias both given (640, 1250, 1600, 1792, 2047; from 1600, 256 x 7 and 8 at 1,024
+    # threads an SM), fp32 rows of 2,049 to 2,560 the funnel kernel (2049, 2500).
     # Lengths at each block size, filling it and not; a NaN row; weight and bias both,
     # one, or none.
     vec = 16 // dtype.itemsize

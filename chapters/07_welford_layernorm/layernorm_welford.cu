@@ -2078,10 +2078,9 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   // form; in the next-lane form fp16 rows of 4 (16 bytes at 64 registers), bf16 rows
   // of 4 in blocks of 64 (4 bytes) and rows of 5 (32-36 bytes).
   constexpr bool kWeightAhead = !kAtSlot<T, THREADS, VPT>;  // see kOffsetBlocksPerSm
-  constexpr bool kBiasAhead = kWeightAhead && (kFromNextLane
-                                                   ? !((VPT == 4 && (std::is_same_v<T, __half> || THREADS == 64)) ||
-                                                       VPT == 5)
-                                                   : !(std::is_same_v<T, __nv_bfloat16> && VPT == 7));
+  constexpr bool kBiasAhead =
+      kWeightAhead && (kFromNextLane ? !((VPT == 4 && (std::is_same_v<T, __half> || THREADS == 64)) || VPT == 5)
+                                     : !(std::is_same_v<T, __nv_bfloat16> && VPT == 7));
   using P = Pack<T, N>;
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
