@@ -221,7 +221,8 @@ constexpr int64_t kFewRowsMinVectors = 8;       // few rows this short stay on t
 // _block_kernel): blocks per SM for VPT vectors a thread. 2 vectors: 1,536 threads
 // at 40 registers (fp32 blocks of 512: 2,048 at 32); 4: 1,024 at 64; 8: 512 at up
 // to 128, or 1,024 at 64 with weight and bias late (WbLoad); 16-bit rows of 6 or 7
-// vectors with weight and bias in order (launch_shaped): 768 at 80. No spill in
+// vectors with weight and bias in order (launch_shaped): 768 at 80 (the offset
+// kernel's own count, from 7 vectors in blocks of 256: kOffsetBlocksPerSm). No spill in
 // any of them (launch_shaped builds Welford's kernels only: in methods 1 and 2 the
 // fp32 ones of 7 and 8 vectors spilled 8-16 bytes).
 // When affine_row reads weight and bias: together with x (kEarly); after the
