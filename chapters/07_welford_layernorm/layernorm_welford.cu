@@ -2047,14 +2047,14 @@ __device__ __forceinline__ float element_at_head(const uint32_t (&a)[4], const u
 // vectors (rows of 1,537 to 2,048 vectors) take 1,024 threads at 64 registers, without a
 // spill. To fit, 256 x 8 and bf16 256 x 7 read each slot's weight and bias at that slot,
 // not a slot ahead, and count their slots as slot_map does (kAtSlot); fp16 256 x 7 fits
-// as it is. bf16 256 x 7 spilled 32-44 bytes without that, fp16 128 x 7 and rows of 6
-// vectors 92. Against 768 threads at 80 registers (H200s, 256 MiB, 30 paired rounds;
+// as it is. bf16 256 x 7 spilled 32-44 bytes without that, rows of 6 vectors 44 (bf16)
+// and 92 (fp16). Against 768 threads at 80 registers (H200s, 256 MiB, 30 paired rounds;
 // outputs bit for bit the same), at odd lengths: fp16 256 x 7 1.009-1.051 times as fast
 // at 12,297 to 14,335 halves (…5169, …8715, …9131, …7716; 91.6-93.5% -> 95.2-96.8% of
 // the copy at 12,297 to 13,001), bf16 256 x 7 1.021-1.052 at 12,501 to 14,001 (…7716,
 // 89.5-91.8% -> 93.4-93.7%), 256 x 8 1.013-1.050 at 14,345 to 16,383 (…0149, …7716;
 // 88.1-91.3% -> 92.3-93.6%). Even lengths and aligned rows tied (0.990-1.013 at 12,500
-// to 16,376). fp16 128 x 7 tied too (0.99-1.01) and keeps 768.
+// to 16,376). fp16 128 x 7, which fits without a spill too, tied (0.99-1.01) and keeps 768.
 template <typename T, int THREADS, int VPT>
 constexpr bool kAtSlot = THREADS == 256 && (VPT == 8 || (VPT == 7 && std::is_same_v<T, __nv_bfloat16>));
 
