@@ -2043,7 +2043,8 @@ __device__ __forceinline__ float element_at_head(const uint32_t (&a)[4], const u
 // 16,383 halves in blocks of 128 and 256 threads (89.5-98.1% of a copy against
 // 82.8-92.2%); numbers at launch_rows. Method 0 only, as the shifted kernel.
 // Its blocks per SM: as the block kernels' that read weight and bias in order (768
-// threads at 80 registers from 6 vectors a thread), but blocks of 256 threads x 7 and 8
+// threads at 80 registers from 6 vectors a thread), but the short rows' shapes take
+// 1,152 threads at 56 registers (below), and blocks of 256 threads x 7 and 8
 // vectors (rows of 1,537 to 2,048 vectors) take 1,024 threads at 64 registers, without a
 // spill. To fit, 256 x 8 and bf16 256 x 7 read each slot's weight and bias at that slot,
 // not a slot ahead, and count their slots as slot_map does (kAtSlot); fp16 256 x 7 fits
@@ -2055,12 +2056,29 @@ __device__ __forceinline__ float element_at_head(const uint32_t (&a)[4], const u
 // 89.5-91.8% -> 93.4-93.7%), 256 x 8 1.013-1.050 at 14,345 to 16,383 (…0149, …7716;
 // 88.1-91.3% -> 92.3-93.6%). Even lengths and aligned rows tied (0.990-1.013 at 12,500
 // to 16,376). fp16 128 x 7, which fits without a spill too, tied (0.99-1.01) and keeps 768.
+// The short rows' shapes, 64 x 3, 64 x 4 and 128 x 3 (1,288 to 2,055 and 2,568 to 3,079
+// halves), take 1,152 threads an SM at 56 registers (kShortRowShape), without a spill
+// once bf16 rows of 3 vectors load each slot's bias at that slot. Against 1,024 threads at
+// 64 registers (H200s …0182 and …0285, 256 MiB, 30 paired rounds; outputs bit for bit the
+// same), fp16 / bf16: 1,300 1.023-1.027 / 1.032, 1,537 1.034-1.044 / 1.021, 1,700
+// 1.026-1.029 / 1.026-1.036, 1,801 1.017-1.020 / 1.027-1.030, 3,001 1.037-1.051 / 1.041,
+// 3,079 1.040 / 1.036 (bf16 rows of 3 vectors as kept on …0285 alone: on …0182, bias a
+// slot ahead and 4 bytes spilled, 1.017-1.027), and 1,288, 2,050, 2,055 and 2,600
+// 0.994-1.019. At 48 registers (1,280 threads) ptxas spilled 16-104 bytes and they took
+// 0.75-1.005 of the speed (…1530); 64 x 5 spilled at 56 too (16-56 bytes) and lost
+// (0.87-0.97), and keeps 1,024. Under ncu (base clocks, …1530) rows of 1,300 halves kept
+// the schedulers issuing in 80% of cycles with 44% of the SM's warps active, where the
+// block kernel's aligned 1,304 issued in 88% with 57%.
 template <typename T, int THREADS, int VPT>
 constexpr bool kAtSlot = THREADS == 256 && (VPT == 8 || (VPT == 7 && std::is_same_v<T, __nv_bfloat16>));
 
+template <int THREADS, int VPT>
+constexpr bool kShortRowShape = THREADS <= 128 && VPT <= 4 && THREADS * VPT <= 384;
+
 template <typename T, int THREADS, int VPT>
-constexpr int kOffsetBlocksPerSm =
-    THREADS == 256 && VPT >= 7 ? 1024 / THREADS : kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>;
+constexpr int kOffsetBlocksPerSm = kShortRowShape<THREADS, VPT>       ? 1152 / THREADS
+                                   : THREADS == 256 && VPT >= 7 ? 1024 / THREADS
+                                                                : kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>;
 
 template <typename T, int THREADS, int VPT>
 __global__ void __launch_bounds__(THREADS, (kOffsetBlocksPerSm<T, THREADS, VPT>))
@@ -2077,11 +2095,13 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   // Rows that load each slot's bias at that slot, not a slot ahead, where ahead ptxas
   // spilled: bf16 rows of 7 vectors a thread (8 bytes at 80 registers) in the pieces'
   // form; in the next-lane form fp16 rows of 4 (16 bytes at 64 registers), bf16 rows
-  // of 4 in blocks of 64 (4 bytes) and rows of 5 (32-36 bytes).
+  // of 4 in blocks of 64 (4 bytes), rows of 5 (32-36 bytes), and bf16 rows of 3 at 56
+  // registers (4 bytes; kShortRowShape).
   constexpr bool kWeightAhead = !kAtSlot<T, THREADS, VPT>;  // see kOffsetBlocksPerSm
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
   constexpr bool kBiasAhead =
-      kWeightAhead && (kFromNextLane ? !((VPT == 4 && (std::is_same_v<T, __half> || THREADS == 64)) || VPT == 5)
-                                     : !(std::is_same_v<T, __nv_bfloat16> && VPT == 7));
+      kWeightAhead && (kFromNextLane ? !((VPT == 4 && (!kBf16 || THREADS == 64)) || VPT == 5 || (VPT == 3 && kBf16))
+                                     : !(kBf16 && VPT == 7));
   using P = Pack<T, N>;
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
