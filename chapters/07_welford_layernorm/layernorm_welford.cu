@@ -2725,7 +2725,12 @@ bool even_heads(const Launch<T>& l) {
 // fast at 4,104 to 16,376 halves, 0.95 fp16 and 1.02 bf16 at 7,000 in 128 x 7, which
 // fp16 keeps) and fp32 rows at 512 x 5 (the funnel kernel; 1.02-1.06 at 8,196 to
 // 10,000 floats). Not taken elsewhere: 16-bit rows of 161 to 512 vectors 0.91-1.03
-// (fp16 at most 1.007), fp32 rows in other shapes 0.97-1.00.
+// (fp16 at most 1.007), fp32 rows in other shapes 0.97-1.00. Since 64 x 3 and 64 x 4
+// run 1,152 threads an SM (kShortRowShape), bf16 rows of 161 to 255 vectors take them
+// too, but for 192 (a full 64 x 3, where the block kernel reads no slot past the row):
+// 1.020-1.053 times as fast at 1,288 to 1,600 halves (92.0-97.8% -> 95.1-99.6% of the
+// copy), 1.002-1.009 at 1,800 to 2,040, 1.005 at 1,536 (not taken; H200 …0473, 256
+// MiB, 30 paired rounds). fp16 rows keep the block kernel: 0.994-1.014 (…6385).
 template <typename T, int THREADS, int VPT, int MAX_VPT, bool SHIFTED>
 cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   constexpr WbLoad WB = sizeof(T) == 4 ? WbLoad::kLate : WbLoad::kInOrder;
@@ -2751,6 +2756,8 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   } else {
     if constexpr (kOffset && !kHalf128x7) {
       if (nvec > 512 && takes_offset_wb(l)) return launch_offset_wb<T, THREADS, VPT>(l);
+    } else if constexpr (std::is_same_v<T, __nv_bfloat16> && THREADS == 64 && VPT <= 4) {
+      if (nvec != kSlots && takes_offset_wb(l)) return launch_offset_wb<T, THREADS, VPT>(l);
     } else if constexpr (sizeof(T) == 4 && THREADS == 512 && VPT == 5) {
       if (l.wb_vec && fast_memory_per_sm()) return launch_funnel_wb<T, THREADS, VPT>(l);
     }
