@@ -227,11 +227,12 @@ def test_rows_between_the_powers_of_two_past_the_l2(ops, method, dtype):
     # boundary instead: 16-bit rows of 129 to 160 vectors (fp16 152) a warp a row (129,
     # 152, 160), from 513 in blocks of 128 and 256 the offset kernel with weight and
     # bias both given (640, 1250, 1600, 1792, 2047; from 1600, 256 x 7 and 8 at 1,024
-    # threads an SM), fp32 rows of 2,049 to 2,560 the funnel kernel (2049, 2500).
+    # threads an SM), and so do bf16 rows of 161 to 255 vectors but 192, at 64 x 3 and
+    # 64 x 4 (163, 225), fp32 rows of 2,049 to 2,560 the funnel kernel (2049, 2500).
     # Lengths at each block size, filling it and not; a NaN row; weight and bias both,
     # one, or none.
     vec = 16 // dtype.itemsize
-    lengths = ((129, 152, 160, 192, 384, 447, 640, 1250, 1600, 1792, 2047) if vec == 8 else
+    lengths = ((129, 152, 160, 163, 192, 225, 384, 447, 640, 1250, 1600, 1792, 2047) if vec == 8 else
                (129, 192, 384, 500, 513, 640, 1250, 2049, 2500, 3584, 4095))
     for nvec in lengths:
         check_rows_past_the_l2(ops, nvec * vec, dtype, method)
