@@ -2080,7 +2080,7 @@ constexpr int kOffsetBlocksPerSm = kShortRowShape<THREADS, VPT>       ? 1152 / T
                                    : THREADS == 256 && VPT >= 7 ? 1024 / THREADS
                                                                 : kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>;
 
-template <typename T, int THREADS, int VPT>
+template <typename T, int THREADS, int VPT, bool PAIRED = false>
 __global__ void __launch_bounds__(THREADS, (kOffsetBlocksPerSm<T, THREADS, VPT>))
 layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                            T* __restrict__ y, int64_t cols, float inv_cols, float eps) {
@@ -2092,6 +2092,7 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   // blocks of 64; at 5 in larger blocks, 7 and 8 it spilled or lost: numbers at
   // launch_rows).
   constexpr bool kFromNextLane = VPT == 3 || VPT == 4 || VPT == 6 || (VPT == 5 && THREADS == 64);
+  static_assert(!PAIRED || kFromNextLane, "paired heads: the next-lane form");
   // Rows that load each slot's bias at that slot, not a slot ahead, where ahead ptxas
   // spilled: bf16 rows of 7 vectors a thread (8 bytes at 80 registers) in the pieces'
   // form; in the next-lane form fp16 rows of 4 (16 bytes at 64 registers), bf16 rows
@@ -2122,6 +2123,68 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   // the lane before slot_map's wrap (first = THREADS - 1: vector THREADS is the next
   // lane's next slot). The row's last body vector is a third (in the loop).
   const bool next_in_lane = tid % 32 != 31 && wb_first != THREADS - 1;
+  if constexpr (PAIRED) {
+    // Heads paired (launch_shaped): the next-lane form with the head's word shift U =
+    // head / 2 a compile-time constant (4 branches) and its low bit known at run time.
+    // Element e is half e % 2 of the word made of words U + e / 2 and U + e / 2 + 1 of
+    // the pair: the first alone at an even head, its top half and the second's bottom
+    // half at an odd one (a byte permute). As a loop of its own, not through the head
+    // functions above: written that way ptxas spilled 48 bytes here.
+    const bool odd = s.head % 2 != 0;
+    const unsigned sel = odd ? 0x5432u : 0x3210u;
+    with_head<N / 2>(static_cast<int>(s.head / 2), [&](auto word_shift) {
+      constexpr int U = decltype(word_shift)::value;
+      const auto at = [&](int k) { return static_cast<int64_t>(wb_first + k * THREADS) * N; };
+      uint32_t w[2][4] = {}, b[2][4] = {};
+      if (kWeightAhead && 0 < nk) {
+        load_at_head<T, N, 0>(weight + at(0), w[0]);
+        if constexpr (kBiasAhead) load_at_head<T, N, 0>(bias + at(0), b[0]);
+      }
+#pragma unroll
+      for (int k = 0; k < VPT; ++k) {
+        if (kWeightAhead && k + 1 < VPT && k + 1 < nk) {
+          load_at_head<T, N, 0>(weight + at(k + 1), w[(k + 1) % 2]);
+          if constexpr (kBiasAhead) load_at_head<T, N, 0>(bias + at(k + 1), b[(k + 1) % 2]);
+        }
+        if (!kWeightAhead && k < nk) load_at_head<T, N, 0>(weight + at(k), w[k % 2]);
+        if (!kBiasAhead && k < nk) load_at_head<T, N, 0>(bias + at(k), b[k % 2]);
+        uint32_t wn[4] = {}, bn[4] = {};  // the next vector's first U + 1 words (an odd head's)
+        const bool last = wb_first + k * THREADS + 1 >= nb;
+        const bool own = k < nk && (!next_in_lane || last);
+#pragma unroll
+        for (int i = 0; i <= U; ++i) {  // every lane takes part
+          wn[i] = __shfl_down_sync(kFullMask, w[k % 2][i], 1);
+          bn[i] = __shfl_down_sync(kFullMask, b[k % 2][i], 1);
+        }
+        if (own) {
+          const auto* pw = reinterpret_cast<const uint32_t*>(weight + at(k) + N);
+          const auto* pb = reinterpret_cast<const uint32_t*>(bias + at(k) + N);
+          if (odd) {
+            load_next_words<2 * U + 1>(pw, last, wn);
+            load_next_words<2 * U + 1>(pb, last, bn);
+          } else {
+            load_next_words<2 * U>(pw, last, wn);
+            load_next_words<2 * U>(pb, last, bn);
+          }
+        }
+        if (k < nk) {
+          const uint32_t cw[8] = {w[k % 2][0], w[k % 2][1], w[k % 2][2], w[k % 2][3], wn[0], wn[1], wn[2], wn[3]};
+          const uint32_t cb[8] = {b[k % 2][0], b[k % 2][1], b[k % 2][2], b[k % 2][3], bn[0], bn[1], bn[2], bn[3]};
+          float f[N];
+#pragma unroll
+          for (int e = 0; e < N; ++e) {
+            const uint32_t wu = __byte_perm(cw[U + e / 2], cw[U + e / 2 + 1], sel);
+            const uint32_t bu = __byte_perm(cb[U + e / 2], cb[U + e / 2 + 1], sel);
+            f[e] = affine(v[k].get(e), n, bits_to_float<T>(static_cast<uint16_t>(e % 2 ? wu >> 16 : wu)),
+                          bits_to_float<T>(static_cast<uint16_t>(e % 2 ? bu >> 16 : bu)));
+          }
+          P out;
+          out.set(f);
+          store_vec_in_order(yv + k * THREADS, out);
+        }
+      }
+    });
+  } else
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
     constexpr int H = decltype(head)::value;
     const auto at = [&](int k) { return static_cast<int64_t>(wb_first + k * THREADS) * N; };  // slot k's element
@@ -2687,7 +2750,7 @@ template <typename T, int THREADS, int VPT, bool WARP_ROWS = false>
 cudaError_t launch_shifted_wb(const Launch<T>& l);
 template <typename T, int THREADS, int VPT>
 cudaError_t launch_funnel_wb(const Launch<T>& l);
-template <typename T, int THREADS, int VPT>
+template <typename T, int THREADS, int VPT, bool PAIRED = false>
 cudaError_t launch_offset_wb(const Launch<T>& l);
 
 // 16-bit rows off the boundary for layernorm_offset_wb_kernel: weight and bias both given
@@ -2786,8 +2849,16 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
       // Where heads are odd it took 0.88-1.04 (under 1 but bf16 2,545 and 2,567), its
       // blocks' 8 head branches at once missing the instruction cache (ncu: 5.35 warps
       // stalled for an instruction an issue at 2,059, 0.16 at 2,058; H200s,
-      // book/results.md).
+      // book/results.md). fp16 rows there take the kernel with its heads paired (4
+      // branches; PAIRED): 1.021-1.086 times the shifted kernel's speed at 2,057 to
+      // 2,567 halves (88.5-90.6% -> 91.8-96.8% of the copy; H200s …4647, …7781, 256
+      // MiB, 30 paired rounds); at even heads that form took 0.95 of the 8 branches'
+      // speed. In bf16 it spilled 8-28 bytes (and took 0.975-1.071 even so): bf16 keeps
+      // the shifted kernel.
       if (nvec <= 320 && even_heads(l)) return launch_offset_wb<T, 64, 5>(l);
+      if constexpr (std::is_same_v<T, __half>) {
+        if (nvec <= 320) return launch_offset_wb<T, 64, 5, true>(l);
+      }
       if (nvec > 320 && nvec <= 384) return launch_offset_wb<T, 128, 3>(l);
     }
     if (nvec <= 192) return launch_shifted_wb<T, 128, 6, true>(l);
@@ -2889,10 +2960,10 @@ cudaError_t launch_shifted_wb(const Launch<T>& l) {
   return cudaGetLastError();
 }
 
-template <typename T, int THREADS, int VPT>
+template <typename T, int THREADS, int VPT, bool PAIRED>
 cudaError_t launch_offset_wb(const Launch<T>& l) {
   if (!shifted_shape_fits<THREADS, VPT, 8>(l.cols)) return cudaErrorInvalidValue;
-  layernorm_offset_wb_kernel<T, THREADS, VPT><<<static_cast<unsigned>(l.rows), THREADS, 0, l.stream>>>(
+  layernorm_offset_wb_kernel<T, THREADS, VPT, PAIRED><<<static_cast<unsigned>(l.rows), THREADS, 0, l.stream>>>(
       l.x, l.weight, l.bias, l.y, l.cols, l.inv_cols, l.eps);
   return cudaGetLastError();
 }
