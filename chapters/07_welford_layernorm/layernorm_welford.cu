@@ -182,7 +182,13 @@
 //                At 1d38fae, 21 lengths from 1,025 to 16,383 on one H200 (…9743, copy
 //                ~3,935-4,010 GB/s): fp32 90.0-100.3% (under 95% from 10,001), fp16
 //                88.8-99.9% and bf16 88.4-98.6% (under 95% at 1,025 to 1,801 halves, at
-//                2,059, 3,001, 7,001 and 16,383, bf16 also at 12,289 to 14,001).
+//                2,059, 3,001, 7,001 and 16,383, bf16 also at 12,289 to 14,001). With
+//                the short rows' shapes at 1,152 threads an SM and fp16's heads paired
+//                at 257 to 320 vectors (f0dca13; H200 …7335, copy ~3,929-4,009 GB/s):
+//                fp32 89.6-99.9% (under 95% from 10,001), fp16 90.4-99.3% (under 95% at
+//                1,025, 1,300, 1,801, 2,059, 7,001 and 16,383) and bf16 88.9-98.3%
+//                (under 95% at 1,025 to 1,537, 1,801, 2,059, 3,001, 7,001, 8,191 and
+//                12,289 to 16,383).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
