@@ -2134,8 +2134,8 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
     // head / 2 a compile-time constant (4 branches) and its low bit known at run time.
     // Element e is half e % 2 of the word made of words U + e / 2 and U + e / 2 + 1 of
     // the pair: the first alone at an even head, its top half and the second's bottom
-    // half at an odd one (a byte permute). As a loop of its own, not through the head
-    // functions above: written that way ptxas spilled 48 bytes here.
+    // half at an odd one (a byte permute). A loop of its own: with this loop and the one
+    // below sharing their code through helper functions, ptxas spilled 48 bytes here.
     const bool odd = s.head % 2 != 0;
     const unsigned sel = odd ? 0x5432u : 0x3210u;
     with_head<N / 2>(static_cast<int>(s.head / 2), [&](auto word_shift) {
@@ -2190,7 +2190,7 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
         }
       }
     });
-  } else
+  } else  // the head a compile-time constant: 8 branches
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
     constexpr int H = decltype(head)::value;
     const auto at = [&](int k) { return static_cast<int64_t>(wb_first + k * THREADS) * N; };  // slot k's element
