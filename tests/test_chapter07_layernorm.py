@@ -251,9 +251,9 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     #   weight and bias both given take layernorm_offset_wb_kernel instead (1,300 to
     #   2,055 halves in blocks of 64, 3,001 and 3,079 as 128 x 3, 3,100, 6,001, 6,500,
     #   8,191, 12,289, 13,001, 14,501, 16,383 and 16,385 halves, and bf16 7,169; 1,025 to
-    #   1,100 stay shifted, as do bf16 rows of 257 to 320 vectors and fp16 rows of 769 to
-    #   896 whose heads are not all even: bf16 2,059 and 2,567, fp16 7,169; fp16 2,059
-    #   and 2,567 take it with their heads paired, 4 branches); at 3 (1,300, 1,537,
+    #   1,100 stay shifted, as do fp16 rows of 769 to 896 vectors whose heads are not all
+    #   even: fp16 7,169; rows of 257 to 320 vectors whose heads are not all even take
+    #   it with their heads paired, 4 branches: 2,059, 2,567); at 3 (1,300, 1,537,
     #   3,001, 3,079), 4 (1,700 to 2,055, 3,100, 8,191), 5 in blocks of 64 (rows of 257
     #   to 320 vectors whose heads are all even: 2,058, 2,500, 2,566) and 6 (6,001,
     #   12,289) vectors a thread it takes weight and bias from the next lane; at 256 x 7

@@ -2081,13 +2081,16 @@ constexpr bool kAtSlot = THREADS == 256 && (VPT == 8 || (VPT == 7 && std::is_sam
 template <int THREADS, int VPT>
 constexpr bool kShortRowShape = THREADS <= 128 && VPT <= 4 && THREADS * VPT <= 384;
 
-template <typename T, int THREADS, int VPT>
-constexpr int kOffsetBlocksPerSm = kShortRowShape<THREADS, VPT>       ? 1152 / THREADS
-                                   : THREADS == 256 && VPT >= 7 ? 1024 / THREADS
+// bf16 with its heads paired (64 x 5, PAIRED, launch_shaped) spilled 8-28 bytes at 1,024
+// threads an SM and takes 896 (72 registers).
+template <typename T, int THREADS, int VPT, bool PAIRED = false>
+constexpr int kOffsetBlocksPerSm = PAIRED && std::is_same_v<T, __nv_bfloat16> ? 896 / THREADS
+                                   : kShortRowShape<THREADS, VPT>             ? 1152 / THREADS
+                                   : THREADS == 256 && VPT >= 7               ? 1024 / THREADS
                                                                 : kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>;
 
 template <typename T, int THREADS, int VPT, bool PAIRED = false>
-__global__ void __launch_bounds__(THREADS, (kOffsetBlocksPerSm<T, THREADS, VPT>))
+__global__ void __launch_bounds__(THREADS, (kOffsetBlocksPerSm<T, THREADS, VPT, PAIRED>))
 layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                            T* __restrict__ y, int64_t cols, float inv_cols, float eps) {
   static_assert(sizeof(T) == 2, "fp32 rows: layernorm_funnel_wb_kernel");
@@ -2855,16 +2858,14 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
       // Where heads are odd it took 0.88-1.04 (under 1 but bf16 2,545 and 2,567), its
       // blocks' 8 head branches at once missing the instruction cache (ncu: 5.35 warps
       // stalled for an instruction an issue at 2,059, 0.16 at 2,058; H200s,
-      // book/results.md). fp16 rows there take the kernel with its heads paired (4
-      // branches; PAIRED): 1.021-1.086 times the shifted kernel's speed at 2,057 to
-      // 2,567 halves (88.5-90.6% -> 91.8-96.8% of the copy; H200s …4647, …7781, 256
-      // MiB, 30 paired rounds); at even heads that form took 0.95 of the 8 branches'
-      // speed. In bf16 it spilled 8-28 bytes (and took 0.975-1.071 even so): bf16 keeps
-      // the shifted kernel.
+      // book/results.md). There the kernel takes its heads paired (4 branches; PAIRED),
+      // against the shifted kernel (H200s, 256 MiB, 30 paired rounds): fp16 1.021-1.086
+      // times as fast at 2,057 to 2,567 halves (88.5-90.6% -> 91.8-96.8% of the copy;
+      // …4647, …7781), bf16 at 896 threads an SM 0.969-1.077 (88.6-91.0% -> 87.7-96.6%;
+      // …3623, …3547; 2,075 the one loss). At even heads that form took 0.95 of the 8 branches'
+      // speed, and bf16 at 1,024 threads spilled 8-28 bytes.
       if (nvec <= 320 && even_heads(l)) return launch_offset_wb<T, 64, 5>(l);
-      if constexpr (std::is_same_v<T, __half>) {
-        if (nvec <= 320) return launch_offset_wb<T, 64, 5, true>(l);
-      }
+      if (nvec <= 320) return launch_offset_wb<T, 64, 5, true>(l);
       if (nvec > 320 && nvec <= 384) return launch_offset_wb<T, 128, 3>(l);
     }
     if (nvec <= 192) return launch_shifted_wb<T, 128, 6, true>(l);
