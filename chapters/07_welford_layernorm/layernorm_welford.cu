@@ -2087,7 +2087,7 @@ template <typename T, int THREADS, int VPT, bool PAIRED = false>
 constexpr int kOffsetBlocksPerSm = PAIRED && std::is_same_v<T, __nv_bfloat16> ? 896 / THREADS
                                    : kShortRowShape<THREADS, VPT>             ? 1152 / THREADS
                                    : THREADS == 256 && VPT >= 7               ? 1024 / THREADS
-                                                                : kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>;
+                                   : kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>;
 
 template <typename T, int THREADS, int VPT, bool PAIRED = false>
 __global__ void __launch_bounds__(THREADS, (kOffsetBlocksPerSm<T, THREADS, VPT, PAIRED>))
@@ -2861,9 +2861,9 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
       // book/results.md). There the kernel takes its heads paired (4 branches; PAIRED),
       // against the shifted kernel (H200s, 256 MiB, 30 paired rounds): fp16 1.021-1.086
       // times as fast at 2,057 to 2,567 halves (88.5-90.6% -> 91.8-96.8% of the copy;
-      // …4647, …7781), bf16 at 896 threads an SM 0.969-1.077 (88.6-91.0% -> 87.7-96.6%;
-      // …3623, …3547; 2,075 the one loss). At even heads that form took 0.95 of the 8 branches'
-      // speed, and bf16 at 1,024 threads spilled 8-28 bytes.
+      // …4647, …7781), bf16 at 896 threads an SM 0.969-1.077 (88.6-91.0% ->
+      // 87.7-96.6%; …3623, …3547; 2,075 the one loss). At even heads that form took
+      // 0.95 of the 8 branches' speed, and bf16 at 1,024 threads spilled 8-28 bytes.
       if (nvec <= 320 && even_heads(l)) return launch_offset_wb<T, 64, 5>(l);
       if (nvec <= 320) return launch_offset_wb<T, 64, 5, true>(l);
       if (nvec > 320 && nvec <= 384) return launch_offset_wb<T, 128, 3>(l);
