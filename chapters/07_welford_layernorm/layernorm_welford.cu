@@ -104,16 +104,17 @@
 //     where it does not fill them (launch_shaped; Welford only); on a GPU like the
 //     H200 some take instead the kernels of rows off the boundary below (16-bit rows
 //     of 129 to 160 vectors, fp16 152, a warp a row, from 513 vectors the offset
-//     kernel; fp32 rows of 2,049 to 2,560 vectors the funnel kernel). Many 16-bit rows
-//     off the vector boundary past the L2 (a length not a multiple of 8) take,
+//     kernel, and bf16 rows of 161 to 255 but 192 too; fp32 rows of 2,049 to 2,560
+//     vectors the funnel kernel). Many 16-bit rows off the vector boundary past
+//     the L2 (a length not a multiple of 8) take,
 //     for Welford, a kernel that shifts weight and bias into shared memory for
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 83-97% of a copy,
 //     against 52-89% for the peeled kernels; on a GPU like the H200, with weight
-//     and bias both given and aligned, rows of 161 vectors and more (but 257 to 320,
-//     and fp16 rows of 769 to 896, with odd heads) take one row a block instead,
-//     weight and bias read where they lie (from the next lane at 3, 4 and 6 vectors a
-//     thread, and 5 in blocks of 64) and the statistics as sums about x[0]
-//     in one reduction, recentered where x[0] lies far from the mean
+//     and bias both given and aligned, rows of 161 vectors and more (but fp16 rows of
+//     769 to 896 with odd heads) take one row a block instead, weight and bias read
+//     where they lie (from the next lane at 3, 4 and 6 vectors a thread, and 5 in
+//     blocks of 64, there with odd heads in 4 branches, not 8) and the statistics as
+//     sums about x[0] in one reduction, recentered where x[0] lies far from the mean
 //     (layernorm_offset_wb_kernel, moments_norm): 88-99%; fp32 rows (a length not a multiple
 //     of 4) take one row a block with each vector's weight and bias moved out of
 //     two aligned vectors (layernorm_funnel_wb_kernel): 90-100%, against 72-98%
@@ -188,7 +189,8 @@
 //                fp32 89.6-99.9% (under 95% from 10,001), fp16 90.4-99.3% (under 95% at
 //                1,025, 1,300, 1,801, 2,059, 7,001 and 16,383) and bf16 88.9-98.3%
 //                (under 95% at 1,025 to 1,537, 1,801, 2,059, 3,001, 7,001, 8,191 and
-//                12,289 to 16,383).
+//                12,289 to 16,383). bf16's heads were paired there since: 1.008 at
+//                2,059 (…3547).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
