@@ -224,8 +224,9 @@ def test_rows_between_the_powers_of_two_past_the_l2(ops, method, dtype):
     # (launch_shaped): 64 to 512 threads x 3 to 8 vectors, the last slot of some
     # threads past the row's end unless the row fills them (the other methods, the
     # general kernels). On a GPU like the H200 some take the kernels of rows off the
-    # boundary instead: 16-bit rows of 129 to 160 vectors (fp16 152) a warp a row (129,
-    # 152, 160), from 513 in blocks of 128 and 256 the offset kernel with weight and
+    # boundary instead: 16-bit rows of 129 to 160 vectors a warp a row (129, 152, 160;
+    # the offset kernel with weight and bias both given, else the shifted kernel to fp16
+    # 152 and bf16 160), from 513 in blocks of 128 and 256 the offset kernel with weight and
     # bias both given (640, 1250, 1600, 1792, 2047; from 1600, 256 x 7 and 8 at 1,024
     # threads an SM), and so do bf16 rows of 161 to 255 vectors but 192, at 64 x 3 and
     # 64 x 4 (163, 225), fp32 rows of 2,049 to 2,560 the funnel kernel (2049, 2500).
@@ -248,16 +249,18 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     #   shifted into shared memory; a warp a row up to 256 vectors, 4 to 8 a lane at
     #   1,025 to 2,047 halves; from 1,793 vectors 256 x 8 on a GPU like the H200, else
     #   512 x 4). On a GPU like the H200, rows in blocks of 128 and 256 threads with
-    #   weight and bias both given take layernorm_offset_wb_kernel instead (1,300 to
-    #   2,055 halves in blocks of 64, 3,001 and 3,079 as 128 x 3, 3,100, 6,001, 6,500,
-    #   8,191, 12,289, 13,001, 14,501, 16,383 and 16,385 halves, and bf16 7,169; 1,025 to
-    #   1,100 stay shifted, as do fp16 rows of 769 to 896 vectors whose heads are not all
-    #   even: fp16 7,169; rows of 257 to 320 vectors whose heads are not all even take
-    #   it with their heads paired, 4 branches: 2,059, 2,567); at 3 (1,300, 1,537,
-    #   3,001, 3,079), 4 (1,700 to 2,055, 3,100, 8,191), 5 in blocks of 64 (rows of 257
-    #   to 320 vectors whose heads are all even: 2,058, 2,500, 2,566) and 6 (6,001,
-    #   12,289) vectors a thread it takes weight and bias from the next lane; at 256 x 7
-    #   (13,001) and 256 x 8 (14,501, 16,383, 16,385) 1,024 threads an SM.
+    #   weight and bias both given take layernorm_offset_wb_kernel instead (a warp a
+    #   row at 1,032 to 1,543 halves whose heads are all even: 1,034, 1,100, 1,290,
+    #   1,300, 1,534; 1,301 to 2,055 halves in blocks of 64, 3,001 and 3,079 as 128 x 3,
+    #   3,100, 6,001, 6,500, 8,191, 12,289, 13,001, 14,501, 16,383 and 16,385 halves,
+    #   and bf16 7,169; 1,025 and 1,031 stay shifted, as do fp16 rows of 769 to 896
+    #   vectors whose heads are not all even: fp16 7,169; rows of 257 to 320 vectors
+    #   whose heads are not all even take it with their heads paired, 4 branches: 2,059,
+    #   2,567); at 3 (1,301, 1,537, 3,001, 3,079), 4 (1,700 to 2,055, 3,100, 8,191), 5 in
+    #   blocks of 64 (rows of 257 to 320 vectors whose heads are all even: 2,058, 2,500,
+    #   2,566) and 6 (1,290, 1,300, 1,534, 6,001, 12,289) vectors a thread it takes
+    #   weight and bias from the next lane; at 256 x 7 (13,001) and 256 x 8 (14,501,
+    #   16,383, 16,385) 1,024 threads an SM.
     # - fp32: layernorm_funnel_wb_kernel (a row a block, weight and bias moved out of
     #   two aligned vectors; 961 to 1,024 vectors, 3,901 and 4,097 floats, at 256 x 4
     #   on a GPU like the H200, else 128 x 8).
@@ -266,8 +269,8 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     # kernels. Lengths at each block size; a NaN row; weight and bias both, one, or
     # none; the views at 500 vectors, on the new kernels on every GPU.
     vec = 16 // dtype.itemsize
-    lengths = ((1025, 1031, 1100, 1300, 1537, 1700, 2047, 2055, 2058, 2059, 2500, 2566, 2567, 3001, 3079, 3100, 6001,
-                6500, 7169, 8191, 12289, 13001, 14501, 16383, 16385)
+    lengths = ((1025, 1031, 1034, 1100, 1290, 1300, 1301, 1534, 1537, 1700, 2047, 2055, 2058, 2059, 2500, 2566, 2567,
+                3001, 3079, 3100, 6001, 6500, 7169, 8191, 12289, 13001, 14501, 16383, 16385)
                if vec == 8 else
                (1025, 1537, 1541, 3901, 4097, 8191, 12289, 16383, 16387))
     for cols in lengths:

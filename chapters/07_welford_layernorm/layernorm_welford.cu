@@ -103,15 +103,16 @@
 //     threads x 3 to 8 vectors, the last slot of some threads past the row's end
 //     where it does not fill them (launch_shaped; Welford only); on a GPU like the
 //     H200 some take instead the kernels of rows off the boundary below (16-bit rows
-//     of 129 to 160 vectors, fp16 152, a warp a row, from 513 vectors the offset
-//     kernel, and bf16 rows of 161 to 255 but 192 too; fp32 rows of 2,049 to 2,560
-//     vectors the funnel kernel). Many 16-bit rows off the vector boundary past
+//     of 129 to 160 vectors a warp a row, to 168 with weight and bias, from 513
+//     vectors the offset kernel, and bf16 rows of 169 to 255 but 192 too; fp32 rows of
+//     2,049 to 2,560 vectors the funnel kernel). Many 16-bit rows off the vector boundary past
 //     the L2 (a length not a multiple of 8) take,
 //     for Welford, a kernel that shifts weight and bias into shared memory for
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 83-97% of a copy,
 //     against 52-89% for the peeled kernels; on a GPU like the H200, with weight
 //     and bias both given and aligned, rows of 161 vectors and more (but fp16 rows of
-//     769 to 896 with odd heads) take one row a block instead, weight and bias read
+//     769 to 896 with odd heads), and rows of 129 to 176 whose heads are all even (a
+//     warp a row), take one row a block instead, weight and bias read
 //     where they lie (from the next lane at 3, 4 and 6 vectors a thread, and 5 in
 //     blocks of 64, there with odd heads in 4 branches, not 8) and the statistics as
 //     sums about x[0] in one reduction, recentered where x[0] lies far from the mean
@@ -190,7 +191,13 @@
 //                1,025, 1,300, 1,801, 2,059, 7,001 and 16,383) and bf16 88.9-98.3%
 //                (under 95% at 1,025 to 1,537, 1,801, 2,059, 3,001, 7,001, 8,191 and
 //                12,289 to 16,383). bf16's heads were paired there since: 1.008 at
-//                2,059 (…3547).
+//                2,059 (…3547). With 16-bit rows of 129 to 176 vectors whose heads
+//                are all even (and aligned ones to 168) a warp a row (H200 …5071,
+//                2026-11-29, copy ~3,940-4,003 GB/s): fp32 89.2-100.4% (under 95% at
+//                8,191 and from 10,001), fp16 90.0-99.1% (under 95% at 1,025, 1,801,
+//                2,059, 7,001 and 16,383; 1,102 98.7%, 1,300 95.4%) and bf16 90.0-98.0%
+//                (under 95% at 1,025, 1,537, 1,801, 2,059, 3,001, 7,001, 8,191 and
+//                12,289 to 16,383; 1,102 97.7%, 1,300 97.1%).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
@@ -2034,7 +2041,8 @@ __device__ __forceinline__ float element_at_head(const uint32_t (&a)[4], const u
 // 0), weight and bias both given and 16-byte aligned, on a GPU like the H200
 // (launch_shaped, launch_shaped_block): one row a block, as
 // layernorm_funnel_wb_kernel, its body vectors in THREADS x VPT slots, head and tail
-// elements one to a thread. Body vector j's weight and bias start `head` elements into
+// elements one to a thread; rows of 129 to 176 vectors whose heads are all even (and
+// aligned ones to 168) in blocks of one warp (32 x 5, 32 x 6). Body vector j's weight and bias start `head` elements into
 // aligned vector j (the head a compile-time constant), slot k + 1's loaded before slot
 // k's store, so that a slot does not wait for its own loads (but where registers are
 // short: kOffsetBlocksPerSm); the statistics in one
@@ -2107,12 +2115,13 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   // Rows that load each slot's bias at that slot, not a slot ahead, where ahead ptxas
   // spilled: bf16 rows of 7 vectors a thread (8 bytes at 80 registers) in the pieces'
   // form; in the next-lane form fp16 rows of 4 (16 bytes at 64 registers), bf16 rows
-  // of 4 in blocks of 64 (4 bytes), rows of 5 (32-36 bytes), and bf16 rows of 3 at 56
-  // registers (4 bytes; kShortRowShape).
+  // of 4 in blocks of 64 (4 bytes), rows of 5 (32-36 bytes), bf16 rows of 3 at 56
+  // registers (4 bytes; kShortRowShape), and fp16 rows of 6 a warp a row (4 bytes at 80).
   constexpr bool kWeightAhead = !kAtSlot<T, THREADS, VPT>;  // see kOffsetBlocksPerSm
   constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
   constexpr bool kBiasAhead =
-      kWeightAhead && (kFromNextLane ? !((VPT == 4 && (!kBf16 || THREADS == 64)) || VPT == 5 || (VPT == 3 && kBf16))
+      kWeightAhead && (kFromNextLane ? !((VPT == 4 && (!kBf16 || THREADS == 64)) || VPT == 5 || (VPT == 3 && kBf16) ||
+                                         (VPT == 6 && THREADS == 32 && !kBf16))
                                      : !(kBf16 && VPT == 7));
   using P = Pack<T, N>;
   __shared__ float slots[2][3][kWarps];
@@ -2846,6 +2855,25 @@ template <typename T, bool SHIFTED = false>
 cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
   constexpr int kMax = sizeof(T) == 4 ? 8 : 7;  // vectors a thread from 128 threads
   if constexpr (SHIFTED && sizeof(T) == 2) {  // a warp a row, four rows a block (see WARP_ROWS)
+    // Rows of 129 to 176 vectors whose heads are all even (1,032 to 1,415 halves), weight
+    // and bias given (takes_offset_wb): the offset kernel a warp a row, 32 x 5 and 32 x 6,
+    // in place of this kernel's 128 x 5 and the offset kernel's 64 x 3. A warp a row:
+    // 1,024 threads an SM at 64 registers (32 x 5), 768 at 80 (32 x 6, fp16's bias at its
+    // slot); its reduction is shuffles and one warp's barrier. The kernels before over
+    // these, as built (H200s …3070 and …5071, 2026-11-29, copy 3,920-4,002 GB/s, 256
+    // MiB, 30 paired rounds), fp16 / bf16: 1,034 1.029 / 1.033, 1,102 1.034 / 1.040
+    // (95.0 / 93.8% -> 98.1 / 97.4% of the copy), 1,150 1.041 / 1.045, 1,250 1.035 /
+    // 1.046, 1,286 1.050 / 1.057 (93.8 / 92.6% -> 99.3 / 97.4%); 32 x 6: 1,290 1.060 /
+    // 1.077, 1,300 1.043-1.049 / 1.049-1.064 (91.3 / 91.7% -> 95.5 / 97.6%), 1,350 1.027
+    // / 1.050, 1,402 1.028 / 1.037, 1,414 1.007 / 1.039. From 177 vectors 64 x 3 stays:
+    // 32 x 6 took 0.985-0.986 of its speed in fp16 at 1,534 and 1,542 (bf16 1.004). With
+    // odd heads, 32 x 5 took 0.77-0.81 of 128 x 5's speed (1,033, 1,201), 32 x 6
+    // 0.74-0.75 of 64 x 3's at 1,301 and 0.89-0.91 with its heads paired (1,301,
+    // 1,537), 32 x 4 0.89-0.92 at 1,025; 32 x 7 tied at 1,550 and 1,700 (0.988-1.007),
+    // 32 x 8 lost (0.61 at 1,801; …9385, …5858).
+    if (nvec > 128 && nvec <= 176 && takes_offset_wb(l) && even_heads(l)) {
+      return nvec <= 160 ? launch_offset_wb<T, 32, 5>(l) : launch_offset_wb<T, 32, 6>(l);
+    }
     if (nvec <= 128) return launch_shifted_wb<T, 128, 4, true>(l);  // 1,025 to 1,031 halves
     if (nvec <= 160) return launch_shifted_wb<T, 128, 5, true>(l);
     if (takes_offset_wb(l)) {
@@ -2880,6 +2908,18 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
     // fast at 1,032 to 1,104 halves, 1.01-1.08 at 1,200, bf16 1.03 at 1,280, at 95.2-96.1%
     // of the copy (H200 …7917, 256 MiB, 30 paired rounds); fp16 1.010 at 1,216, 1.000 at
     // 1,240, 0.984 at 1,264 and 0.971-0.980 at 1,280 (…7917, …8541, …1523).
+    // With weight and bias given (takes_offset_wb), the offset kernel a warp a row (32 x
+    // 5 and, to 168 vectors, 32 x 6; above) instead: 1.028-1.040 times as fast at 1,040
+    // and 1,104 halves, 1.044-1.051 at 1,240 (95.0 / 95.3% -> 99.5 / 99.4% of the copy),
+    // 1.014 / 1.045 at 1,280 (H200 …5858, 256 MiB, 30 paired rounds; as built on …3070,
+    // 1.017-1.052 at 1,040 to 1,280, 94.2-98.1% -> 97.9-100.1%); against the block
+    // kernel (fp16) and the offset kernel's 64 x 3 (bf16) at 161 to 168 (…6896, copy
+    // 3,960-4,004 GB/s): fp16 1.019 at 1,288, 0.997-1.013 at 1,304 to 1,344; bf16 1.032
+    // at 1,288 (96.1% -> 99.5%), 1.021-1.036 at 1,304 to 1,336, 1.008 at 1,344. At 175
+    // and 191 vectors 32 x 6 measured 0.983-1.005 (1,400, 1,528; …5858), not taken.
+    if (nvec <= 168 && takes_offset_wb(l)) {
+      return nvec <= 160 ? launch_offset_wb<T, 32, 5>(l) : launch_offset_wb<T, 32, 6>(l);
+    }
     constexpr int64_t kWarpRowMax = std::is_same_v<T, __half> ? 152 : 160;
     if (nvec <= kWarpRowMax && fast_memory_per_sm()) return launch_shifted_wb<T, 128, 5, true>(l);
   }
