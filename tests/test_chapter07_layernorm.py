@@ -225,11 +225,12 @@ def test_rows_between_the_powers_of_two_past_the_l2(ops, method, dtype):
     # threads past the row's end unless the row fills them (the other methods, the
     # general kernels). On a GPU like the H200 some take the kernels of rows off the
     # boundary instead: 16-bit rows of 129 to 160 vectors a warp a row (129, 152, 160;
-    # the offset kernel with weight and bias both given, else the shifted kernel to fp16
-    # 152 and bf16 160), from 513 in blocks of 128 and 256 the offset kernel with weight and
-    # bias both given (640, 1250, 1600, 1792, 2047; from 1600, 256 x 7 and 8 at 1,024
-    # threads an SM), and so do bf16 rows of 161 to 255 vectors but 192, at 64 x 3 and
-    # 64 x 4 (163, 225), fp32 rows of 2,049 to 2,560 the funnel kernel (2049, 2500).
+    # the offset kernel with weight and bias both given, to 168 vectors: 163; else the
+    # shifted kernel to fp16 152 and bf16 160), from 513 in blocks of 128 and 256 the
+    # offset kernel with weight and bias both given (640, 1250, 1600, 1792, 2047; from
+    # 1600, 256 x 7 and 8 at 1,024 threads an SM), and so do bf16 rows of 169 to 255
+    # vectors but 192, at 64 x 3 and 64 x 4 (225), fp32 rows of 2,049 to 2,560 the funnel
+    # kernel (2049, 2500).
     # Lengths at each block size, filling it and not; a NaN row; weight and bias both,
     # one, or none.
     vec = 16 // dtype.itemsize
@@ -250,16 +251,16 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     #   1,025 to 2,047 halves; from 1,793 vectors 256 x 8 on a GPU like the H200, else
     #   512 x 4). On a GPU like the H200, rows in blocks of 128 and 256 threads with
     #   weight and bias both given take layernorm_offset_wb_kernel instead (a warp a
-    #   row at 1,032 to 1,543 halves whose heads are all even: 1,034, 1,100, 1,290,
-    #   1,300, 1,534; 1,301 to 2,055 halves in blocks of 64, 3,001 and 3,079 as 128 x 3,
+    #   row at 1,032 to 1,415 halves whose heads are all even: 1,034, 1,100, 1,290,
+    #   1,300; 1,301 to 2,055 halves in blocks of 64, 3,001 and 3,079 as 128 x 3,
     #   3,100, 6,001, 6,500, 8,191, 12,289, 13,001, 14,501, 16,383 and 16,385 halves,
     #   and bf16 7,169; 1,025 and 1,031 stay shifted, as do fp16 rows of 769 to 896
     #   vectors whose heads are not all even: fp16 7,169; rows of 257 to 320 vectors
     #   whose heads are not all even take it with their heads paired, 4 branches: 2,059,
-    #   2,567); at 3 (1,301, 1,537, 3,001, 3,079), 4 (1,700 to 2,055, 3,100, 8,191), 5 in
-    #   blocks of 64 (rows of 257 to 320 vectors whose heads are all even: 2,058, 2,500,
-    #   2,566) and 6 (1,290, 1,300, 1,534, 6,001, 12,289) vectors a thread it takes
-    #   weight and bias from the next lane; at 256 x 7 (13,001) and 256 x 8 (14,501,
+    #   2,567); at 3 (1,301, 1,534, 1,537, 3,001, 3,079), 4 (1,700 to 2,055, 3,100,
+    #   8,191), 5 in blocks of 64 (rows of 257 to 320 vectors whose heads are all even:
+    #   2,058, 2,500, 2,566) and 6 (1,290 and 1,300 a warp a row, 6,001, 12,289) vectors
+    #   a thread it takes weight and bias from the next lane; at 256 x 7 (13,001) and 256 x 8 (14,501,
     #   16,383, 16,385) 1,024 threads an SM.
     # - fp32: layernorm_funnel_wb_kernel (a row a block, weight and bias moved out of
     #   two aligned vectors; 961 to 1,024 vectors, 3,901 and 4,097 floats, at 256 x 4

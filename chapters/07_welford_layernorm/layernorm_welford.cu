@@ -104,9 +104,9 @@
 //     where it does not fill them (launch_shaped; Welford only); on a GPU like the
 //     H200 some take instead the kernels of rows off the boundary below (16-bit rows
 //     of 129 to 160 vectors a warp a row, to 168 with weight and bias, from 513
-//     vectors the offset kernel, and bf16 rows of 169 to 255 but 192 too; fp32 rows of
-//     2,049 to 2,560 vectors the funnel kernel). Many 16-bit rows off the vector boundary past
-//     the L2 (a length not a multiple of 8) take,
+//     vectors the offset kernel, and bf16 rows of 169 to 255 but 192 too; fp32 rows
+//     of 2,049 to 2,560 vectors the funnel kernel). Many 16-bit rows off the vector
+//     boundary past the L2 (a length not a multiple of 8) take,
 //     for Welford, a kernel that shifts weight and bias into shared memory for
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 83-97% of a copy,
 //     against 52-89% for the peeled kernels; on a GPU like the H200, with weight
@@ -2037,54 +2037,55 @@ __device__ __forceinline__ float element_at_head(const uint32_t (&a)[4], const u
   return bits_to_float<T>(static_cast<uint16_t>((H + e) % 2 ? u >> 16 : u));
 }
 
-// Many 16-bit rows off the vector boundary past the L2 (and some aligned ones, every head
-// 0), weight and bias both given and 16-byte aligned, on a GPU like the H200
-// (launch_shaped, launch_shaped_block): one row a block, as
-// layernorm_funnel_wb_kernel, its body vectors in THREADS x VPT slots, head and tail
-// elements one to a thread; rows of 129 to 176 vectors whose heads are all even (and
-// aligned ones to 168) in blocks of one warp (32 x 5, 32 x 6). Body vector j's weight and bias start `head` elements into
+// Many 16-bit rows off the vector boundary past the L2 (and some aligned ones, every
+// head 0), weight and bias both given and 16-byte aligned, on a GPU like the H200
+// (launch_shaped, launch_shaped_block): one row a block, as layernorm_funnel_wb_kernel,
+// its body vectors in THREADS x VPT slots, head and tail elements one to a thread; rows
+// of 129 to 176 vectors whose heads are all even (and aligned ones to 168) in blocks of
+// one warp (32 x 5, 32 x 6). Body vector j's weight and bias start `head` elements into
 // aligned vector j (the head a compile-time constant), slot k + 1's loaded before slot
 // k's store, so that a slot does not wait for its own loads (but where registers are
-// short: kOffsetBlocksPerSm); the statistics in one
-// reduction (moments_norm). Weight and bias are read where they lie, in one of two forms:
-// in aligned pieces of up to 16 bytes (load_at_head: 1 to 4 loads a vector), or, in
-// blocks of 4 and 6 vectors a thread (kFromNextLane), one 16-byte load a vector and the
-// rest from the next lane (next_words). What these loads cost is their number: with the
-// head forced to 0 (one aligned load a vector, wrong weights, timing only) the pieces'
-// form ran 1.025-1.094 times as fast at 4,097 to 16,383 halves, and under ncu its L1
-// took 2.4 times the load requests and sectors (12,289 and 16,383 halves; H200s,
-// book/results.md). Against layernorm_shifted_wb_kernel (a persistent block a
-// row class, weight and bias shifted into shared memory, Chan's merge of all threads in
-// two reductions), H200s, 30 paired rounds, 256 MiB: 1.00-1.12 times as fast at 4,097 to
-// 16,383 halves in blocks of 128 and 256 threads (89.5-98.1% of a copy against
-// 82.8-92.2%); numbers at launch_rows. Method 0 only, as the shifted kernel.
+// short: kOffsetBlocksPerSm); the statistics in one reduction (moments_norm). Weight
+// and bias are read where they lie, in one of two forms: in aligned pieces of up to 16
+// bytes (load_at_head: 1 to 4 loads a vector), or, in blocks of 4 and 6 vectors a
+// thread (kFromNextLane), one 16-byte load a vector and the rest from the next lane
+// (next_words). What these loads cost is their number: with the head forced to 0 (one
+// aligned load a vector, wrong weights, timing only) the pieces' form ran 1.025-1.094
+// times as fast at 4,097 to 16,383 halves, and under ncu its L1 took 2.4 times the load
+// requests and sectors (12,289 and 16,383 halves; H200s, book/results.md). Against
+// layernorm_shifted_wb_kernel (a persistent block a row class, weight and bias shifted
+// into shared memory, Chan's merge of all threads in two reductions), H200s, 30 paired
+// rounds, 256 MiB: 1.00-1.12 times as fast at 4,097 to 16,383 halves in blocks of 128
+// and 256 threads (89.5-98.1% of a copy against 82.8-92.2%); numbers at launch_rows.
+// Method 0 only, as the shifted kernel.
 // Its blocks per SM: as the block kernels' that read weight and bias in order (768
 // threads at 80 registers from 6 vectors a thread), but the short rows' shapes take
-// 1,152 threads at 56 registers (below), and blocks of 256 threads x 7 and 8
-// vectors (rows of 1,537 to 2,048 vectors) take 1,024 threads at 64 registers, without a
-// spill. To fit, 256 x 8 and bf16 256 x 7 read each slot's weight and bias at that slot,
-// not a slot ahead, and count their slots as slot_map does (kAtSlot); fp16 256 x 7 fits
-// as it is. bf16 256 x 7 spilled 32-44 bytes without that, rows of 6 vectors 44 (bf16)
-// and 92 (fp16). Against 768 threads at 80 registers (H200s, 256 MiB, 30 paired rounds;
+// 1,152 threads at 56 registers (below), and blocks of 256 threads x 7 and 8 vectors
+// (rows of 1,537 to 2,048 vectors) take 1,024 threads at 64 registers, without a spill.
+// To fit, 256 x 8 and bf16 256 x 7 read each slot's weight and bias at that slot, not a
+// slot ahead, and count their slots as slot_map does (kAtSlot); fp16 256 x 7 fits as it
+// is. bf16 256 x 7 spilled 32-44 bytes without that, rows of 6 vectors 44 (bf16) and 92
+// (fp16). Against 768 threads at 80 registers (H200s, 256 MiB, 30 paired rounds;
 // outputs bit for bit the same), at odd lengths: fp16 256 x 7 1.009-1.051 times as fast
 // at 12,297 to 14,335 halves (…5169, …8715, …9131, …7716; 91.6-93.5% -> 95.2-96.8% of
 // the copy at 12,297 to 13,001), bf16 256 x 7 1.021-1.052 at 12,501 to 14,001 (…7716,
 // 89.5-91.8% -> 93.4-93.7%), 256 x 8 1.013-1.050 at 14,345 to 16,383 (…0149, …7716;
 // 88.1-91.3% -> 92.3-93.6%). Even lengths and aligned rows tied (0.990-1.013 at 12,500
-// to 16,376). fp16 128 x 7, which fits without a spill too, tied (0.99-1.01) and keeps 768.
+// to 16,376). fp16 128 x 7, which fits without a spill too, tied (0.99-1.01) and keeps
+// 768.
 // The short rows' shapes, 64 x 3, 64 x 4 and 128 x 3 (1,288 to 2,055 and 2,568 to 3,079
 // halves), take 1,152 threads an SM at 56 registers (kShortRowShape), without a spill
-// once bf16 rows of 3 vectors load each slot's bias at that slot. Against 1,024 threads at
-// 64 registers (H200s …0182 and …0285, 256 MiB, 30 paired rounds; outputs bit for bit the
-// same), fp16 / bf16: 1,300 1.023-1.027 / 1.032, 1,537 1.034-1.044 / 1.021, 1,700
-// 1.026-1.029 / 1.026-1.036, 1,801 1.017-1.020 / 1.027-1.030, 3,001 1.037-1.051 / 1.041,
-// 3,079 1.040 / 1.036 (bf16 rows of 3 vectors as kept on …0285 alone: on …0182, bias a
-// slot ahead and 4 bytes spilled, 1.017-1.027), and 1,288, 2,050, 2,055 and 2,600
-// 0.994-1.019. At 48 registers (1,280 threads) ptxas spilled 16-104 bytes and they took
-// 0.75-1.005 of the speed (…1530); 64 x 5 spilled at 56 too (16-56 bytes) and lost
-// (0.87-0.97), and keeps 1,024. Under ncu (base clocks, …1530) rows of 1,300 halves kept
-// the schedulers issuing in 80% of cycles with 44% of the SM's warps active, where the
-// block kernel's aligned 1,304 issued in 88% with 57%.
+// once bf16 rows of 3 vectors load each slot's bias at that slot. Against 1,024 threads
+// at 64 registers (H200s …0182 and …0285, 256 MiB, 30 paired rounds; outputs bit for
+// bit the same), fp16 / bf16: 1,300 1.023-1.027 / 1.032, 1,537 1.034-1.044 / 1.021,
+// 1,700 1.026-1.029 / 1.026-1.036, 1,801 1.017-1.020 / 1.027-1.030, 3,001 1.037-1.051 /
+// 1.041, 3,079 1.040 / 1.036 (bf16 rows of 3 vectors as kept on …0285 alone: on …0182,
+// bias a slot ahead and 4 bytes spilled, 1.017-1.027), and 1,288, 2,050, 2,055 and
+// 2,600 0.994-1.019. At 48 registers (1,280 threads) ptxas spilled 16-104 bytes and
+// they took 0.75-1.005 of the speed (…1530); 64 x 5 spilled at 56 too (16-56 bytes) and
+// lost (0.87-0.97), and keeps 1,024. Under ncu (base clocks, …1530) rows of 1,300
+// halves kept the schedulers issuing in 80% of cycles with 44% of the SM's warps
+// active, where the block kernel's aligned 1,304 issued in 88% with 57%.
 template <typename T, int THREADS, int VPT>
 constexpr bool kAtSlot = THREADS == 256 && (VPT == 8 || (VPT == 7 && std::is_same_v<T, __nv_bfloat16>));
 
