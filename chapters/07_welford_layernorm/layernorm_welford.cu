@@ -2852,6 +2852,13 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   }
 }
 
+// The offset kernel a warp a row, for rows of 129 to 176 vectors (launch_shaped has
+// which rows and the numbers): 32 x 5 to 160 vectors, 32 x 6 above.
+template <typename T>
+cudaError_t launch_offset_warp_rows(const Launch<T>& l, int64_t nvec) {
+  return nvec <= 160 ? launch_offset_wb<T, 32, 5>(l) : launch_offset_wb<T, 32, 6>(l);
+}
+
 template <typename T, bool SHIFTED = false>
 cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
   constexpr int kMax = sizeof(T) == 4 ? 8 : 7;  // vectors a thread from 128 threads
@@ -2873,7 +2880,7 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
     // 1,537), 32 x 4 0.89-0.92 at 1,025; 32 x 7 tied at 1,550 and 1,700 (0.988-1.007),
     // 32 x 8 lost (0.61 at 1,801; …9385, …5858).
     if (nvec > 128 && nvec <= 176 && takes_offset_wb(l) && even_heads(l)) {
-      return nvec <= 160 ? launch_offset_wb<T, 32, 5>(l) : launch_offset_wb<T, 32, 6>(l);
+      return launch_offset_warp_rows(l, nvec);
     }
     if (nvec <= 128) return launch_shifted_wb<T, 128, 4, true>(l);  // 1,025 to 1,031 halves
     if (nvec <= 160) return launch_shifted_wb<T, 128, 5, true>(l);
@@ -2919,7 +2926,7 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
     // at 1,288 (96.1% -> 99.5%), 1.021-1.036 at 1,304 to 1,336, 1.008 at 1,344. At 175
     // and 191 vectors 32 x 6 measured 0.983-1.005 (1,400, 1,528; …5858), not taken.
     if (nvec <= 168 && takes_offset_wb(l)) {
-      return nvec <= 160 ? launch_offset_wb<T, 32, 5>(l) : launch_offset_wb<T, 32, 6>(l);
+      return launch_offset_warp_rows(l, nvec);
     }
     constexpr int64_t kWarpRowMax = std::is_same_v<T, __half> ? 152 : 160;
     if (nvec <= kWarpRowMax && fast_memory_per_sm()) return launch_shifted_wb<T, 128, 5, true>(l);
