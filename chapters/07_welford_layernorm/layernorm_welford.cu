@@ -1832,11 +1832,12 @@ __device__ __forceinline__ void load_off_boundary_row(const T* xr, int64_t cols,
 // off_boundary_norm. 16-bit rows keep layernorm_shifted_wb_kernel: in this form
 // (a byte permute for odd heads, with or without the next lane's vector) they
 // were slower. Numbers at launch_rows.
-template <typename T, int THREADS, int VPT, bool BOTH>
+template <typename T, int THREADS, int VPT, bool BOTH, bool PAIRS = false>
 __global__ void __launch_bounds__(THREADS, 1024 / THREADS)
 layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                            T* __restrict__ y, int64_t cols, float inv_cols, float eps) {
   static_assert(std::is_same_v<T, float>, "16-bit rows: layernorm_shifted_wb_kernel");
+  static_assert(!PAIRS || (THREADS >= 256 && BOTH), "pairs of slots: blocks that take the next lane's vector");
   constexpr int N = 4;
   constexpr int kWarps = THREADS / 32;
   using P = Pack<T, N>;
@@ -1872,38 +1873,87 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   // last body vector load it themselves, in the same round of loads. Blocks of 64
   // and 128 threads load both vectors in every lane (kFromNextLane false; numbers
   // at launch_rows).
+  // PAIRS (on a GPU like the H200, weight and bias both given; launch_funnel_wb has
+  // where and the numbers): weight and bias load two slots at a time, so that one
+  // wait on the L2 serves two slots. Slot by slot, each slot's loads wait out the
+  // L2's latency alone: with weight and bias absent these kernels ran at 99-101% of
+  // the copy where with them they ran at 90-95% (fp32 8,191 to 16,383 floats).
   constexpr bool kFromNextLane = THREADS >= 256;
   const bool next_lane_has_next = kFromNextLane && tid % 32 != 31 && wb_first != THREADS - 1;
   with_head<N>(static_cast<int>(s.head), [&](auto head) {
     constexpr int H = decltype(head)::value;
+    if constexpr (PAIRS) {
+      // Two slots at a time: both slots' vectors j load together, then each slot
+      // takes vector j + 1's first H elements from the next lane, or, in the lanes
+      // that need their own, loads them element by element.
 #pragma unroll
-    for (int k = 0; k < VPT; ++k) {
-      const bool in_row = k < nk;
-      if (!kFromNextLane && !in_row) continue;  // no shuffles: the slot's lane alone
-      const int j = wb_first + k * THREADS;
-      const int64_t c = static_cast<int64_t>(j) * N;
-      const bool own_next = !next_lane_has_next || j + 1 >= nb;
-      P w{}, b{}, w_next{}, b_next{};
-      if (in_row) {
-        w = affine_vec<false, H, BOTH>(weight, c, cols, 1.0f);
-        b = affine_vec<false, H, BOTH>(bias, c, cols, 0.0f);
-        if (H > 0 && own_next) {
-          w_next = affine_vec<true, H, BOTH>(weight, c, cols, 1.0f);
-          b_next = affine_vec<true, H, BOTH>(bias, c, cols, 0.0f);
+      for (int k0 = 0; k0 < VPT; k0 += 2) {
+        P w[2], b[2];
+#pragma unroll
+        for (int g = 0; g < 2 && k0 + g < VPT; ++g) {
+          const int64_t c = static_cast<int64_t>(wb_first + (k0 + g) * THREADS) * N;
+          w[g] = b[g] = P{};
+          if (k0 + g < nk) {
+            w[g] = load_vec_in_order(reinterpret_cast<const P*>(weight + c));
+            b[g] = load_vec_in_order(reinterpret_cast<const P*>(bias + c));
+          }
+        }
+#pragma unroll
+        for (int g = 0; g < 2 && k0 + g < VPT; ++g) {
+          const int k = k0 + g;
+          const int j = wb_first + k * THREADS;
+          if constexpr (H > 0) {
+            const bool own_next = !next_lane_has_next || j + 1 >= nb;
+            const int64_t c_next = (static_cast<int64_t>(j) + 1) * N;
+            P w_next{}, b_next{};
+#pragma unroll
+            for (int e = 0; e < H; ++e) {
+              float ow = 0.0f, ob = 0.0f;
+              if (k < nk && own_next) {  // elements of the row (see affine_vec)
+                ow = weight[c_next + e];
+                ob = bias[c_next + e];
+              }
+              const float tw = __shfl_down_sync(kFullMask, w[g].w[e], 1);
+              const float tb = __shfl_down_sync(kFullMask, b[g].w[e], 1);
+              w_next.w[e] = own_next ? ow : tw;
+              b_next.w[e] = own_next ? ob : tb;
+            }
+            w[g] = funnel_pack<H>(w[g], w_next);
+            b[g] = funnel_pack<H>(b[g], b_next);
+          }
+          if (k < nk) store_vec_in_order(yv + k * THREADS, normalize_pack<T>(opaque(v[k]), n, w[g], b[g]));
         }
       }
-      if constexpr (H > 0) {
-        if constexpr (kFromNextLane) {  // outside `in_row`: every lane takes part
-          from_next_lane<H>(w, own_next, w_next);
-          from_next_lane<H>(b, own_next, b_next);
+    } else {
+#pragma unroll
+      for (int k = 0; k < VPT; ++k) {
+        const bool in_row = k < nk;
+        if (!kFromNextLane && !in_row) continue;  // no shuffles: the slot's lane alone
+        const int j = wb_first + k * THREADS;
+        const int64_t c = static_cast<int64_t>(j) * N;
+        const bool own_next = !next_lane_has_next || j + 1 >= nb;
+        P w{}, b{}, w_next{}, b_next{};
+        if (in_row) {
+          w = affine_vec<false, H, BOTH>(weight, c, cols, 1.0f);
+          b = affine_vec<false, H, BOTH>(bias, c, cols, 0.0f);
+          if (H > 0 && own_next) {
+            w_next = affine_vec<true, H, BOTH>(weight, c, cols, 1.0f);
+            b_next = affine_vec<true, H, BOTH>(bias, c, cols, 0.0f);
+          }
         }
-        w = funnel_pack<H>(w, w_next);
-        b = funnel_pack<H>(b, b_next);
+        if constexpr (H > 0) {
+          if constexpr (kFromNextLane) {  // outside `in_row`: every lane takes part
+            from_next_lane<H>(w, own_next, w_next);
+            from_next_lane<H>(b, own_next, b_next);
+          }
+          w = funnel_pack<H>(w, w_next);
+          b = funnel_pack<H>(b, b_next);
+        }
+        // x's vector opaque in each head's branch: without it ptxas spilled 4 bytes
+        // in blocks of 256 and 512 threads x 8 vectors.
+        const P xk = kFromNextLane ? opaque(v[k]) : v[k];
+        if (in_row) store_vec_in_order(yv + k * THREADS, normalize_pack<T>(xk, n, w, b));
       }
-      // x's vector opaque in each head's branch: without it ptxas spilled 4 bytes
-      // in blocks of 256 and 512 threads x 8 vectors.
-      const P xk = kFromNextLane ? opaque(v[k]) : v[k];
-      if (in_row) store_vec_in_order(yv + k * THREADS, normalize_pack<T>(xk, n, w, b));
     }
   });
   if (has_edge) store_edge(yr, weight, bias, s.edge_index(tid, N), edge, n);
@@ -3025,11 +3075,27 @@ cudaError_t launch_offset_wb(const Launch<T>& l) {
   return cudaGetLastError();
 }
 
+// On a GPU like the H200, with weight and bias both given, blocks of 256 and 512
+// threads load weight and bias two slots at a time (PAIRS), but 512 x 8 (16,383
+// floats, 0.993-0.996). Probes first (H200s, 2026-11-29, 256 MiB, 30 paired rounds):
+// with no lane loading vector j + 1 and no shuffles (wrong weights, timing only) the
+// kernel gained only 1.5-1.9%, with two slots' loads at once 2.6-5.8% (95.7-98.2% of
+// the copy); vector j + 1 copied into shared memory during the reduction (cp.async)
+// lost 3-9%, and so did every form that spilled. As built, the slot-by-slot form's
+// time over this one's (…9737, copy 3,953-3,998 GB/s): 4,097 floats 1.020 (97.4% ->
+// 98.8% of the copy), 6,001 1.020, 7,001 1.023 (96.3 -> 98.3), 8,191 1.008, 10,001
+// 1.018 (94.6 -> 96.0), 11,001 1.016 (93.5 -> 95.0), 12,289 1.021 (92.4 -> 94.6),
+// 13,001 1.024, 14,001 1.030 (91.1 -> 94.1); aligned rows at 512 x 5 1.010-1.012
+// (9,000 and 10,000). Outputs bit for bit the same. Not measured on an H100, which
+// keeps the slot-by-slot form.
 template <typename T, int THREADS, int VPT>
 cudaError_t launch_funnel_wb(const Launch<T>& l) {
   if (!shifted_shape_fits<THREADS, VPT, 4>(l.cols)) return cudaErrorInvalidValue;
-  const auto kernel = l.weight && l.bias ? layernorm_funnel_wb_kernel<T, THREADS, VPT, true>
-                                         : layernorm_funnel_wb_kernel<T, THREADS, VPT, false>;
+  auto kernel = l.weight && l.bias ? layernorm_funnel_wb_kernel<T, THREADS, VPT, true>
+                                   : layernorm_funnel_wb_kernel<T, THREADS, VPT, false>;
+  if constexpr (THREADS >= 256 && !(THREADS == 512 && VPT == 8)) {
+    if (l.weight && l.bias && fast_memory_per_sm()) kernel = layernorm_funnel_wb_kernel<T, THREADS, VPT, true, true>;
+  }
   kernel<<<static_cast<unsigned>(l.rows), THREADS, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.cols, l.inv_cols,
                                                                   l.eps);
   return cudaGetLastError();
