@@ -197,7 +197,11 @@
 //                8,191 and from 10,001), fp16 90.0-99.1% (under 95% at 1,025, 1,801,
 //                2,059, 7,001 and 16,383; 1,102 98.7%, 1,300 95.4%) and bf16 90.0-98.0%
 //                (under 95% at 1,025, 1,537, 1,801, 2,059, 3,001, 7,001, 8,191 and
-//                12,289 to 16,383; 1,102 97.7%, 1,300 97.1%).
+//                12,289 to 16,383; 1,102 97.7%, 1,300 97.1%). fp32 rows off the
+//                boundary loading weight and bias two slots at a time (b7d91f2; H200s
+//                …9737 and …7800, copy ~3,953-4,018 GB/s): 4,097 98.8-99.4%, 7,001
+//                97.6-98.3%, 8,191 95.1-95.6%, 10,001 94.7-96.0%, 12,289 94.6-95.0%,
+//                13,001 93.3-94.4%, 14,001 93.5-94.1%, 16,383 89.9% (unchanged).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
