@@ -229,13 +229,13 @@ def test_rows_between_the_powers_of_two_past_the_l2(ops, method, dtype):
     # shifted kernel to fp16 152 and bf16 160), from 513 in blocks of 128 and 256 the
     # offset kernel with weight and bias both given (640, 1250, 1600, 1792, 2047; from
     # 1600, 256 x 7 and 8 at 1,024 threads an SM), and so do bf16 rows of 169 to 255
-    # vectors but 192, at 64 x 3 and 64 x 4 (225), fp32 rows of 2,049 to 2,560 the funnel
-    # kernel (2049, 2500).
+    # vectors but 192, at 64 x 3 and 64 x 4 (225), fp32 rows of 2,049 to 3,072 the funnel
+    # kernel (2049, 2500; at 512 x 6 two slots' weight and bias at a time: 2750, 3072).
     # Lengths at each block size, filling it and not; a NaN row; weight and bias both,
     # one, or none.
     vec = 16 // dtype.itemsize
     lengths = ((129, 152, 160, 163, 192, 225, 384, 447, 640, 1250, 1600, 1792, 2047) if vec == 8 else
-               (129, 192, 384, 500, 513, 640, 1250, 2049, 2500, 3584, 4095))
+               (129, 192, 384, 500, 513, 640, 1250, 2049, 2500, 2750, 3072, 3584, 4095))
     for nvec in lengths:
         check_rows_past_the_l2(ops, nvec * vec, dtype, method)
 
@@ -264,7 +264,9 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     #   16,383, 16,385) 1,024 threads an SM.
     # - fp32: layernorm_funnel_wb_kernel (a row a block, weight and bias moved out of
     #   two aligned vectors; 961 to 1,024 vectors, 3,901 and 4,097 floats, at 256 x 4
-    #   on a GPU like the H200, else 128 x 8).
+    #   on a GPU like the H200, else 128 x 8; there, with weight and bias both given,
+    #   blocks of 256 and 512 threads but 512 x 8 load them two slots at a time, at 4
+    #   to 7 vectors a thread: 4,097, 7,001, 8,191, 10,001, 12,289, 14,001).
     # On an H100 neither at a power of two vectors (1,025 and 1,031 halves take the
     # peeled general kernels there); the other methods take the peeled general
     # kernels. Lengths at each block size; a NaN row; weight and bias both, one, or
@@ -273,7 +275,7 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     lengths = ((1025, 1031, 1034, 1100, 1290, 1300, 1301, 1534, 1537, 1700, 2047, 2055, 2058, 2059, 2500, 2566, 2567,
                 3001, 3079, 3100, 6001, 6500, 7169, 8191, 12289, 13001, 14501, 16383, 16385)
                if vec == 8 else
-               (1025, 1537, 1541, 3901, 4097, 8191, 12289, 16383, 16387))
+               (1025, 1537, 1541, 3901, 4097, 7001, 8191, 10001, 12289, 14001, 16383, 16387))
     for cols in lengths:
         check_rows_past_the_l2(ops, cols, dtype, method)
     cols = 500 * vec

@@ -105,7 +105,7 @@
 //     H200 some take instead the kernels of rows off the boundary below (16-bit rows
 //     of 129 to 160 vectors a warp a row, to 168 with weight and bias, from 513
 //     vectors the offset kernel, and bf16 rows of 169 to 255 but 192 too; fp32 rows
-//     of 2,049 to 2,560 vectors the funnel kernel). Many 16-bit rows off the vector
+//     of 2,049 to 3,072 vectors the funnel kernel). Many 16-bit rows off the vector
 //     boundary past the L2 (a length not a multiple of 8) take,
 //     for Welford, a kernel that shifts weight and bias into shared memory for
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 83-97% of a copy,
@@ -1823,7 +1823,7 @@ __device__ __forceinline__ void load_off_boundary_row(const T* xr, int64_t cols,
 
 // Many fp32 rows whose starts are not all on a 16-byte boundary (a length not a
 // multiple of 4, such as 4,097, or x a view off it), past the L2 (and, on a GPU like
-// the H200, aligned rows of 2,049 to 2,560 vectors: launch_shaped_block): one row a
+// the H200, aligned rows of 2,049 to 3,072 vectors: launch_shaped_block): one row a
 // block, as layernorm_affine_block_kernel, its body vectors in THREADS x VPT
 // slots, head and tail elements (at most 6) one to a thread. Body vector j lies
 // `head` elements into weight's and bias's vectors j and j + 1, and is moved out
@@ -2862,7 +2862,11 @@ bool even_heads(const Launch<T>& l) {
 // 513 vectors in blocks of 128 and 256 threads (the offset kernel; 1.01-1.08 times as
 // fast at 4,104 to 16,376 halves, 0.95 fp16 and 1.02 bf16 at 7,000 in 128 x 7, which
 // fp16 keeps) and fp32 rows at 512 x 5 (the funnel kernel; 1.02-1.06 at 8,196 to
-// 10,000 floats). Not taken elsewhere: 16-bit rows of 161 to 512 vectors 0.91-1.03
+// 10,000 floats) and, since it loads weight and bias two slots at a time, 512 x 6
+// (H200 …1024, copy 3,969-4,016 GB/s: 11,000 floats 1.026, 94.7% -> 97.1% of the
+// copy; 12,000 1.014; 512 x 7 tied, 1.000-1.001, and 512 x 8 lost, 0.972-0.975; as
+// built, …3433, copy 3,942-4,019 GB/s: 10,500 1.039, 92.6% -> 96.2%; 11,000 1.022,
+// 95.4% -> 97.9%; 12,000 1.012; 12,288, which fills 512 x 6, 0.998). Not taken elsewhere: 16-bit rows of 161 to 512 vectors 0.91-1.03
 // (fp16 at most 1.007), fp32 rows in other shapes 0.97-1.00. Since 64 x 3 and 64 x 4
 // run 1,152 threads an SM (kShortRowShape), bf16 rows of 161 to 255 vectors take them
 // too, but for 192 (a full 64 x 3, where the block kernel reads no slot past the row):
@@ -2896,7 +2900,7 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
       if (nvec > 512 && takes_offset_wb(l)) return launch_offset_wb<T, THREADS, VPT>(l);
     } else if constexpr (std::is_same_v<T, __nv_bfloat16> && THREADS == 64 && VPT <= 4) {
       if (nvec != kSlots && takes_offset_wb(l)) return launch_offset_wb<T, THREADS, VPT>(l);
-    } else if constexpr (sizeof(T) == 4 && THREADS == 512 && VPT == 5) {
+    } else if constexpr (sizeof(T) == 4 && THREADS == 512 && (VPT == 5 || VPT == 6)) {
       if (l.wb_vec && fast_memory_per_sm()) return launch_funnel_wb<T, THREADS, VPT>(l);
     }
     if constexpr ((kSlots & (kSlots - 1)) != 0) {  // (a power of two never comes here)
