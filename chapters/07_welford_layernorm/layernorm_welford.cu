@@ -201,7 +201,12 @@
 //                boundary loading weight and bias two slots at a time (b7d91f2; H200s
 //                …9737 and …7800, copy ~3,953-4,018 GB/s): 4,097 98.8-99.4%, 7,001
 //                97.6-98.3%, 8,191 95.1-95.6%, 10,001 94.7-96.0%, 12,289 94.6-95.0%,
-//                13,001 93.3-94.4%, 14,001 93.5-94.1%, 16,383 89.9% (unchanged).
+//                13,001 93.3-94.4%, 14,001 93.5-94.1%, 16,383 89.9% (unchanged). At 2125a8d
+//                on one H200 (…5544, copy ~3,900-3,943 GB/s), 23 lengths off the boundary
+//                from 1,025 to 16,383 and 9 aligned ones, every dtype: fp32 89.9-99.8%, fp16
+//                89.4-98.7%, bf16 88.9-98.2%, under 95% in 38 of the 78 cases (the lowest
+//                fp32 14,501 to 16,383 at 512 x 8, 16-bit 1,301, 2,059 and 7,001); torch,
+//                torch.compile and Liger ran such rows at 13-73% of the copy (book/results.md).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
