@@ -110,9 +110,8 @@
 //     for Welford, a kernel that shifts weight and bias into shared memory for
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 83-97% of a copy,
 //     against 52-89% for the peeled kernels; on a GPU like the H200, with weight
-//     and bias both given and aligned, rows of 161 vectors and more (but fp16 rows of
-//     769 to 896 with odd heads), and rows of 129 to 176 whose heads are all even (a
-//     warp a row), take one row a block instead, weight and bias read
+//     and bias both given and aligned, rows of 161 vectors and more, and rows of 129
+//     to 176 whose heads are all even (a warp a row), take one row a block instead, weight and bias read
 //     where they lie (from the next lane at 3, 4 and 6 vectors a thread, and 5 in
 //     blocks of 64, there with odd heads in 4 branches, not 8) and the statistics as
 //     sums about x[0] in one reduction, recentered where x[0] lies far from the mean
@@ -207,6 +206,9 @@
 //                89.4-98.7%, bf16 88.9-98.2%, under 95% in 38 of the 78 cases (the lowest
 //                fp32 14,501 to 16,383 at 512 x 8, 16-bit 1,301, 2,059 and 7,001); torch,
 //                torch.compile and Liger ran such rows at 13-73% of the copy (book/results.md).
+//                Since, fp16 rows of 769 to 896 vectors whose heads are not all even take
+//                the offset kernel, bias loaded at its slot: 6,153 to 7,169 halves 89.0-90.8%
+//                -> 94.8-96.1% of the copy, 6,201 91.4% (H200 …4384, launch_shaped_block).
 //                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
 //                (x stashed in shared memory).
 //                H200s differ from one to the next. Over the earlier H200 runs of the same
@@ -2159,7 +2161,7 @@ constexpr int kOffsetBlocksPerSm = PAIRED && std::is_same_v<T, __nv_bfloat16> ? 
                                    : THREADS == 256 && VPT >= 7               ? 1024 / THREADS
                                    : kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>;
 
-template <typename T, int THREADS, int VPT, bool PAIRED = false>
+template <typename T, int THREADS, int VPT, bool PAIRED = false, bool BIAS_AT_SLOT = false>
 __global__ void __launch_bounds__(THREADS, (kOffsetBlocksPerSm<T, THREADS, VPT, PAIRED>))
 layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                            T* __restrict__ y, int64_t cols, float inv_cols, float eps) {
@@ -2177,10 +2179,12 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   // form; in the next-lane form fp16 rows of 4 (16 bytes at 64 registers), bf16 rows
   // of 4 in blocks of 64 (4 bytes), rows of 5 (32-36 bytes), bf16 rows of 3 at 56
   // registers (4 bytes; kShortRowShape), and fp16 rows of 6 a warp a row (4 bytes at 80).
+  // BIAS_AT_SLOT: fp16 rows of 7 vectors a thread whose heads are not all even, where it
+  // measured faster without a spill either way (launch_shaped_block).
   constexpr bool kWeightAhead = !kAtSlot<T, THREADS, VPT>;  // see kOffsetBlocksPerSm
   constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
   constexpr bool kBiasAhead =
-      kWeightAhead && (kFromNextLane ? !((VPT == 4 && (!kBf16 || THREADS == 64)) || VPT == 5 || (VPT == 3 && kBf16) ||
+      kWeightAhead && !BIAS_AT_SLOT && (kFromNextLane ? !((VPT == 4 && (!kBf16 || THREADS == 64)) || VPT == 5 || (VPT == 3 && kBf16) ||
                                          (VPT == 6 && THREADS == 32 && !kBf16))
                                      : !(kBf16 && VPT == 7));
   using P = Pack<T, N>;
@@ -2830,7 +2834,7 @@ template <typename T, int THREADS, int VPT, bool WARP_ROWS = false>
 cudaError_t launch_shifted_wb(const Launch<T>& l);
 template <typename T, int THREADS, int VPT>
 cudaError_t launch_funnel_wb(const Launch<T>& l);
-template <typename T, int THREADS, int VPT, bool PAIRED = false>
+template <typename T, int THREADS, int VPT, bool PAIRED = false, bool BIAS_AT_SLOT = false>
 cudaError_t launch_offset_wb(const Launch<T>& l);
 
 // 16-bit rows off the boundary for layernorm_offset_wb_kernel: weight and bias both given
@@ -2887,15 +2891,25 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   }
   // The offset kernel (takes_offset_wb), in blocks of 128 and 256 threads (512 x 4 is
   // the H100's shape). Blocks of 64 threads here (64 x 5 and 64 x 6) keep the shifted
-  // kernel (the offset kernel took 0.85-0.91 of its speed at 3,001 halves, 64 x 6), and
-  // so do fp16 rows at 128 x 7 whose heads are not all even (0.984-0.986 at 7,001, where
-  // even heads took 1.086-1.106 at 6,500 and 7,150: see launch_shaped); bf16 rows of 7
-  // vectors a thread take it, bias loaded at its slot (numbers at launch_rows).
+  // kernel (the offset kernel took 0.85-0.91 of its speed at 3,001 halves, 64 x 6). bf16
+  // rows of 7 vectors a thread take it with each slot's bias loaded at that slot (numbers
+  // at launch_rows), and so do fp16 rows at 128 x 7 whose heads are not all even: the
+  // shifted kernel's time over it (H200 …9466, copy 3,906-3,951 GB/s, 256 MiB, 30 paired
+  // rounds) 1.044 at 6,153 halves (91.8% -> 96.0% of the copy), 1.062 at 6,601 (89.8 ->
+  // 94.9) and 7,001 (90.0 -> 95.0), 1.068 at 7,167 (90.4 -> 96.9), 1.008 at 6,201, where
+  // with bias a slot ahead it had taken 0.984-0.986 of the shifted kernel's speed at 7,001;
+  // as built (…4384, copy 3,912-3,980 GB/s) 1.051-1.072 at 6,153 to 7,169 (89.0-90.8% ->
+  // 94.8-96.1%) but 1.018 at 6,201 (90.0 -> 91.4%), the rest unchanged (0.994-1.007).
+  // fp16 rows whose heads are all even keep bias a slot ahead (with it at its slot 0.977
+  // at 6,500, 0.989 at 7,150, 0.994 aligned at 7,000; …9466).
   constexpr bool kOffset = sizeof(T) == 2 && (THREADS == 128 || THREADS == 256);
   constexpr bool kHalf128x7 = VPT == 7 && THREADS == 128 && std::is_same_v<T, __half>;
   if constexpr (SHIFTED && sizeof(T) == 2) {
     if constexpr (kOffset) {
-      if (takes_offset_wb(l) && (!kHalf128x7 || even_heads(l))) return launch_offset_wb<T, THREADS, VPT>(l);
+      if (takes_offset_wb(l)) {
+        if (!kHalf128x7 || even_heads(l)) return launch_offset_wb<T, THREADS, VPT>(l);
+        if constexpr (kHalf128x7) return launch_offset_wb<T, THREADS, VPT, false, true>(l);
+      }
     }
     return launch_shifted_wb<T, THREADS, VPT>(l);
   } else if constexpr (SHIFTED) {
@@ -3080,10 +3094,10 @@ cudaError_t launch_shifted_wb(const Launch<T>& l) {
   return cudaGetLastError();
 }
 
-template <typename T, int THREADS, int VPT, bool PAIRED>
+template <typename T, int THREADS, int VPT, bool PAIRED, bool BIAS_AT_SLOT>
 cudaError_t launch_offset_wb(const Launch<T>& l) {
   if (!shifted_shape_fits<THREADS, VPT, 8>(l.cols)) return cudaErrorInvalidValue;
-  layernorm_offset_wb_kernel<T, THREADS, VPT, PAIRED><<<static_cast<unsigned>(l.rows), THREADS, 0, l.stream>>>(
+  layernorm_offset_wb_kernel<T, THREADS, VPT, PAIRED, BIAS_AT_SLOT><<<static_cast<unsigned>(l.rows), THREADS, 0, l.stream>>>(
       l.x, l.weight, l.bias, l.y, l.cols, l.inv_cols, l.eps);
   return cudaGetLastError();
 }
@@ -3405,7 +3419,8 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     5,001 1.098 fp16 (89.8 -> 98.1), 1.096 bf16 (89.7 -> 97.5), bf16 4,097 1.021
 //     (90.7 -> 92.6), bf16 12,289 1.093 (83.7 -> 91.1). Not taken: blocks of 64 threads
 //     (2,050 halves, 64 x 5, 1.002; 3,001, 64 x 6, 0.855 fp16 and 0.908 bf16), 128 x 7
-//     (fp16 7,001 0.986), bf16 x 7 (8 bytes spilled). Accuracy the same as the shifted
+//     (fp16 7,001 0.986; with bias at its slot since, launch_shaped_block), bf16 x 7 (8
+//     bytes spilled). Accuracy the same as the shifted
 //     kernel's on rows plain, offset by 1e2 to 1e4 and with x[0] far: 0.22-0.24 of the
 //     16-bit tolerance. Not measured on an H100, which keeps the shifted kernel.
 //     bf16 rows of 7 vectors a thread (128 x 7: 6,145 to 7,175 halves; 256 x 7: 12,289
