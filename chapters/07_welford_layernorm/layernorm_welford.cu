@@ -110,15 +110,15 @@
 //     for Welford, a kernel that shifts weight and bias into shared memory for
 //     each of the 8 row offsets (layernorm_shifted_wb_kernel): 83-97% of a copy,
 //     against 52-89% for the peeled kernels; on a GPU like the H200, with weight
-//     and bias both given and aligned, rows of 161 vectors and more, and rows of 129
-//     to 176 whose heads are all even (a warp a row), take one row a block instead, weight and bias read
-//     where they lie (from the next lane at 3, 4 and 6 vectors a thread, and 5 in
-//     blocks of 64, there with odd heads in 4 branches, not 8) and the statistics as
-//     sums about x[0] in one reduction, recentered where x[0] lies far from the mean
-//     (layernorm_offset_wb_kernel, moments_norm): 88-99%; fp32 rows (a length not a multiple
-//     of 4) take one row a block with each vector's weight and bias moved out of
-//     two aligned vectors (layernorm_funnel_wb_kernel): 90-100%, against 72-98%
-//     (launch_rows has the numbers).
+//     and bias both given and aligned, rows of 161 vectors and more, and rows of 129 to
+//     176 whose heads are all even (a warp a row), take one row a block instead, weight
+//     and bias read where they lie (from the next lane at 3, 4 and 6 vectors a thread,
+//     and 5 in blocks of 64, there with odd heads in 4 branches, not 8) and the
+//     statistics as sums about x[0] in one reduction, recentered where x[0] lies far
+//     from the mean (layernorm_offset_wb_kernel, moments_norm): 88-99%; fp32 rows (a
+//     length not a multiple of 4) take one row a block with each vector's weight and
+//     bias moved out of two aligned vectors (layernorm_funnel_wb_kernel): 90-100%,
+//     against 72-98% (launch_rows has the numbers).
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
 //   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
@@ -2184,9 +2184,10 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   constexpr bool kWeightAhead = !kAtSlot<T, THREADS, VPT>;  // see kOffsetBlocksPerSm
   constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
   constexpr bool kBiasAhead =
-      kWeightAhead && !BIAS_AT_SLOT && (kFromNextLane ? !((VPT == 4 && (!kBf16 || THREADS == 64)) || VPT == 5 || (VPT == 3 && kBf16) ||
-                                         (VPT == 6 && THREADS == 32 && !kBf16))
-                                     : !(kBf16 && VPT == 7));
+      kWeightAhead && !BIAS_AT_SLOT &&
+      (kFromNextLane ? !((VPT == 4 && (!kBf16 || THREADS == 64)) || VPT == 5 || (VPT == 3 && kBf16) ||
+                         (VPT == 6 && THREADS == 32 && !kBf16))
+                     : !(kBf16 && VPT == 7));
   using P = Pack<T, N>;
   __shared__ float slots[2][3][kWarps];
   BlockReduce<kWarps> red{slots, 0};
@@ -3097,8 +3098,8 @@ cudaError_t launch_shifted_wb(const Launch<T>& l) {
 template <typename T, int THREADS, int VPT, bool PAIRED, bool BIAS_AT_SLOT>
 cudaError_t launch_offset_wb(const Launch<T>& l) {
   if (!shifted_shape_fits<THREADS, VPT, 8>(l.cols)) return cudaErrorInvalidValue;
-  layernorm_offset_wb_kernel<T, THREADS, VPT, PAIRED, BIAS_AT_SLOT><<<static_cast<unsigned>(l.rows), THREADS, 0, l.stream>>>(
-      l.x, l.weight, l.bias, l.y, l.cols, l.inv_cols, l.eps);
+  layernorm_offset_wb_kernel<T, THREADS, VPT, PAIRED, BIAS_AT_SLOT>
+      <<<static_cast<unsigned>(l.rows), THREADS, 0, l.stream>>>(l.x, l.weight, l.bias, l.y, l.cols, l.inv_cols, l.eps);
   return cudaGetLastError();
 }
 
@@ -3420,9 +3421,9 @@ cudaError_t launch_streaming(const Launch<T>& l) {
 //     (90.7 -> 92.6), bf16 12,289 1.093 (83.7 -> 91.1). Not taken: blocks of 64 threads
 //     (2,050 halves, 64 x 5, 1.002; 3,001, 64 x 6, 0.855 fp16 and 0.908 bf16), 128 x 7
 //     (fp16 7,001 0.986; with bias at its slot since, launch_shaped_block), bf16 x 7 (8
-//     bytes spilled). Accuracy the same as the shifted
-//     kernel's on rows plain, offset by 1e2 to 1e4 and with x[0] far: 0.22-0.24 of the
-//     16-bit tolerance. Not measured on an H100, which keeps the shifted kernel.
+//     bytes spilled). Accuracy the same as the shifted kernel's on rows plain, offset
+//     by 1e2 to 1e4 and with x[0] far: 0.22-0.24 of the 16-bit tolerance. Not measured
+//     on an H100, which keeps the shifted kernel.
 //     bf16 rows of 7 vectors a thread (128 x 7: 6,145 to 7,175 halves; 256 x 7: 12,289
 //     to 14,343) take the offset kernel with each slot's bias loaded at that slot
 //     (kBiasAhead; no spill, 79 registers). The shifted kernel's time over it (H200
