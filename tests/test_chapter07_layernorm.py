@@ -254,11 +254,10 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     #   row at 1,032 to 1,415 halves whose heads are all even: 1,034, 1,100, 1,290,
     #   1,300; 1,301 to 2,055 halves in blocks of 64, 3,001 and 3,079 as 128 x 3,
     #   3,100, 6,001, 6,500, 8,191, 12,289, 13,001, 14,501, 16,383 and 16,385 halves,
-    #   and 7,169 (fp16 rows of 769 to 896 vectors whose heads are not all even, 6,153
-    #   and 7,169, with each slot's bias loaded at that slot, as bf16 rows of 7 vectors
-    #   a thread); 1,025 and 1,031 stay shifted; rows of 257 to 320 vectors
-    #   whose heads are not all even take it with their heads paired, 4 branches: 2,059,
-    #   2,567); at 3 (1,301, 1,534, 1,537, 3,001, 3,079), 4 (1,700 to 2,055, 3,100,
+    #   and 6,153 and 7,169 (128 x 7: bf16 rows, and fp16 rows whose heads are not all
+    #   even, load each slot's bias at that slot); 1,025 and 1,031 stay shifted; rows
+    #   of 257 to 320 vectors whose heads are not all even take it with their heads
+    #   paired, 4 branches: 2,059, 2,567); at 3 (1,301, 1,534, 1,537, 3,001, 3,079), 4 (1,700 to 2,055, 3,100,
     #   8,191), 5 in blocks of 64 (rows of 257 to 320 vectors whose heads are all even:
     #   2,058, 2,500, 2,566) and 6 (1,290 and 1,300 a warp a row, 6,001, 12,289) vectors
     #   a thread it takes weight and bias from the next lane; at 256 x 7 (13,001) and 256 x 8 (14,501,

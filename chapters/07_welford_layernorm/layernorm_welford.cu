@@ -2908,8 +2908,10 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   if constexpr (SHIFTED && sizeof(T) == 2) {
     if constexpr (kOffset) {
       if (takes_offset_wb(l)) {
-        if (!kHalf128x7 || even_heads(l)) return launch_offset_wb<T, THREADS, VPT>(l);
-        if constexpr (kHalf128x7) return launch_offset_wb<T, THREADS, VPT, false, true>(l);
+        if constexpr (kHalf128x7) {
+          if (!even_heads(l)) return launch_offset_wb<T, THREADS, VPT, false, true>(l);  // bias at its slot
+        }
+        return launch_offset_wb<T, THREADS, VPT>(l);
       }
     }
     return launch_shifted_wb<T, THREADS, VPT>(l);
