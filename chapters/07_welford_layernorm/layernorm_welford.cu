@@ -85,8 +85,9 @@
 //     are merged with shuffles alone, no shared memory and no barrier.
 //   * <= 4,096 vectors (fp32 <= 16,384, fp16/bf16 <= 32,768 columns; 16,384 on
 //     the scalar path): one block per row, 64 to 512 threads holding 4 or 8
-//     vectors each (launch_rows has the table and why); the row stays in
-//     registers between the statistics and the normalize, so x is read once.
+//     vectors each (launch_rows has the table, book/layernorm-notes.md why); the
+//     row stays in registers between the statistics and the normalize, so x is
+//     read once.
 //     Weight and bias are read after the reduction: every row shares them, so
 //     they stay in L2, and they hold no registers across it. Many rows of up
 //     to 2,048 aligned vectors go two to a block, and the two rows share each
@@ -118,7 +119,7 @@
 //     from the mean (layernorm_offset_wb_kernel, moments_norm): 88-99%; fp32 rows (a
 //     length not a multiple of 4) take one row a block with each vector's weight and
 //     bias moved out of two aligned vectors (layernorm_funnel_wb_kernel): 90-100%,
-//     against 72-98% (launch_rows has the numbers).
+//     against 72-98% (book/layernorm-notes.md has the numbers).
 //   * <= 8,192 vectors of 16 bytes (fp32 <= 32,768, fp16/bf16 <= 65,536 columns):
 //     the same, in blocks of 1,024 threads x 8 vectors, one block per SM.
 //   * longer: a streaming fallback, 512 threads, sweeps x twice (Welford in the
@@ -137,91 +138,28 @@
 //
 // Build alone:   nvcc -std=c++17 -arch=sm_90 -c layernorm_welford.cu
 // Measured:      Welford, % of the copy of x in the same rounds (kernelbook.bench) at 256 MiB
-//                moved. NVIDIA H100, 2026-11-25, code 37270254b8f5 (copy ~2,843-2,882 GB/s;
-//                book/results/layernorm-h100.json), rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 /
-//                65,536: fp32 100.2 / 99.4 / 100.0 / 99.9 / 97.9 / 69.1%, fp16 99.4 / 98.9 / 99.5 /
-//                99.8 / 99.9 / 87.6%, bf16 99.7 / 99.0 / 99.7 / 99.8 / 99.8 / 86.5%; the same
-//                ladder at 54590af, 6b089be, 7f911ff, 9c60fbb, 6b313e0 and aa914d4 (the H100's
-//                kernels unchanged since aa914d4 but for rows too long for registers and x's L2
-//                policy at 16-bit rows of 16,384 from 54590af and 8,192 from 3727025; before
-//                7f911ff timed with an L2 flush that evict_last lines outlived, see
-//                kernelbook.bench) and notebook runs at 0b8f82c and f13e30b got 97.1-100.6% at
-//                1,024-16,384. NVIDIA H200, 2026-11-25, code 3727025 (copy ~3,917-3,990 GB/s;
-//                book/results/layernorm-h200.json), the same rows: fp32 99.9 / 98.8 / 101.7 /
-//                100.2 / 99.1 / 63.6%, fp16 98.4 / 98.9 / 97.0 / 98.2 / 98.6 / 75.5%, bf16 98.5 /
-//                98.2 / 97.5 / 99.5 / 98.7 / 75.7% (the chapter notebook, in the same run on
-//                that H200: 98.0-100.5% at 1,024, 4,096 and 16,384). Past 100%: x's L2
-//                policy, which speeds a copy by 2.2-3.2% on an H200 and 0.9-1.5% on an H100
-//                (kernelbook.bench).
-//                Between the powers of two (book/results/layernorm-sweep-*.json, code
-//                6f04165, 16 row lengths from 1,024 to 16,384, every dtype): H100 97.7-101.4%
-//                (copy ~2,838-2,884 GB/s), H200 96.1-101.3% (copy ~3,922-3,999 GB/s); before
-//                the shaped kernels (launch_shaped), the H200 had measured 83.3-101.8% there,
-//                under 95% at 23 of the 48. Lengths not a multiple of the vector (1,033 to
-//                16,383 columns, 256 MiB): fp32 95.2-100.2% on an H100 at 1,102 to
-//                16,383 (code c8bccb3; 95% or more at every length measured since
-//                17c52a4), 90-100% on an H200 (code c8bccb3; under 95% at 9,001 to
-//                16,383: 90.2-94.6%, 10,001 at 95.3% on another H200);
-//                16-bit 83-93% on an H200 (fp16 12,289 at 82.9-83.0% in two probe runs,
-//                …7039 and …8036, copy ~3,940 GB/s), 89-93% on an H100 (code 12df025 and
-//                the kernels it keeps from ead227f; notes at launch_rows); rows of 129 to
-//                256 vectors (1,033 to 2,047 halves), two rows a warp (launch_shifted_wb):
-//                92.7-96.9% on an H100, 88.6-96.6% on an H200 (…2800, copy ~3,950 GB/s;
-//                94.9-96.6% at 5 vectors a lane, 1,033 and 1,100 halves, 88.6-91.0% at 6 to 8);
-//                128 vectors (1,025 to 1,031 halves) on a GPU like the H200, the same kernel
-//                at 4 vectors a lane: 93.8-96.1%, where the peeled warp kernel ran 73.8-87.3%
-//                (H200 …2779, 2026-11-28, copy ~3,930-3,971 GB/s).
-//                The whole off-boundary sweep at c97b22f on one H200 (…2965, copy
-//                ~3,957-3,995 GB/s, 11 lengths from 1,025 to 16,383): fp32 89.8-98.8%
-//                (under 95% at 4,097, 10,001, 12,289, 16,383), fp16 and bf16 82.5-94.5%
-//                but 74.2-74.6% at 1,025 (before the change above; book/results/probes/
-//                offboundary-h200.json). Then, on a GPU like the H200, 16-bit rows in
-//                blocks of 128 and 256 threads with weight and bias given took
-//                layernorm_offset_wb_kernel: 89.5-98.1% of a copy at 4,097 to 16,383
-//                halves where the shifted kernel ran 82.8-92.2% in the same rounds
-//                (H200 …3340 and …8888, copy ~3,923-3,999 GB/s; launch_rows).
-//                At 1d38fae, 21 lengths from 1,025 to 16,383 on one H200 (…9743, copy
-//                ~3,935-4,010 GB/s): fp32 90.0-100.3% (under 95% from 10,001), fp16
-//                88.8-99.9% and bf16 88.4-98.6% (under 95% at 1,025 to 1,801 halves, at
-//                2,059, 3,001, 7,001 and 16,383, bf16 also at 12,289 to 14,001). With
-//                the short rows' shapes at 1,152 threads an SM and fp16's heads paired
-//                at 257 to 320 vectors (f0dca13; H200 …7335, copy ~3,929-4,009 GB/s):
-//                fp32 89.6-99.9% (under 95% from 10,001), fp16 90.4-99.3% (under 95% at
-//                1,025, 1,300, 1,801, 2,059, 7,001 and 16,383) and bf16 88.9-98.3%
-//                (under 95% at 1,025 to 1,537, 1,801, 2,059, 3,001, 7,001, 8,191 and
-//                12,289 to 16,383). bf16's heads were paired there since: 1.008 at
-//                2,059 (…3547). With 16-bit rows of 129 to 176 vectors whose heads
-//                are all even (and aligned ones to 168) a warp a row (H200 …5071,
-//                2026-11-29, copy ~3,940-4,003 GB/s): fp32 89.2-100.4% (under 95% at
-//                8,191 and from 10,001), fp16 90.0-99.1% (under 95% at 1,025, 1,801,
-//                2,059, 7,001 and 16,383; 1,102 98.7%, 1,300 95.4%) and bf16 90.0-98.0%
-//                (under 95% at 1,025, 1,537, 1,801, 2,059, 3,001, 7,001, 8,191 and
-//                12,289 to 16,383; 1,102 97.7%, 1,300 97.1%). fp32 rows off the
-//                boundary loading weight and bias two slots at a time (b7d91f2; H200s
-//                …9737 and …7800, copy ~3,953-4,018 GB/s): 4,097 98.8-99.4%, 7,001
-//                97.6-98.3%, 8,191 95.1-95.6%, 10,001 94.7-96.0%, 12,289 94.6-95.0%,
-//                13,001 93.3-94.4%, 14,001 93.5-94.1%, 16,383 89.9% (unchanged). At 2125a8d
-//                on one H200 (…5544, copy ~3,900-3,943 GB/s), 23 lengths off the boundary
-//                from 1,025 to 16,383 and 9 aligned ones, every dtype: fp32 89.9-99.8%, fp16
-//                89.4-98.7%, bf16 88.9-98.2%, under 95% in 38 of the 78 cases (the lowest
-//                fp32 14,501 to 16,383 at 512 x 8, 16-bit 1,301, 2,059 and 7,001); torch,
-//                torch.compile and Liger ran such rows at 13-73% of the copy (book/results.md).
-//                Since, fp16 rows of 769 to 896 vectors whose heads are not all even take
-//                the offset kernel, bias loaded at its slot: 6,153 to 7,169 halves 89.0-90.8%
-//                -> 94.8-96.1% of the copy, 6,201 91.4% (H200 …4384, launch_shaped_block).
-//                65,536 columns: fp16/bf16 in registers (1,024-thread blocks), fp32 streaming
-//                (x stashed in shared memory).
-//                H200s differ from one to the next. Over the earlier H200 runs of the same
-//                kernels (notebook and probe runs, one input set a case and the plain flush,
-//                each with its copy bandwidth in book/results.md), 16,384 columns measured
-//                94.9-97.3% of the copy in fp32, 94.9-98.4% in fp16 and 96.1-97.6% in bf16, and
-//                99.3-100.7% at 1 GiB (the lowest, 94.9% fp16 at 6088b60, in a case whose copy
-//                ran 2.3% faster than torch's copy_ in the same rounds): what is
-//                left at 256 MiB is a fixed cost of each launch, paid at its start, where the
-//                first waves run in step: a row a block, the statistics, and weight and bias,
-//                which every SM reads whole (notes at launch_rows). Before x's L2 policy
-//                (kKeepX), fp32 at 16,384 columns measured 93.0-96.2% in 15 cases on nine
-//                H200s (median 95.2%).
+//                moved, rows of 128 / 1,024 / 4,096 / 8,192 / 16,384 / 65,536 columns.
+//                NVIDIA H100, 2026-11-25, code 37270254b8f5 (copy ~2,843-2,882 GB/s;
+//                book/results/layernorm-h100.json): fp32 100.2 / 99.4 / 100.0 / 99.9 / 97.9 /
+//                69.1%, fp16 99.4 / 98.9 / 99.5 / 99.8 / 99.9 / 87.6%, bf16 99.7 / 99.0 / 99.7 /
+//                99.8 / 99.8 / 86.5%. NVIDIA H200, 2026-11-25, code 3727025 (copy ~3,917-3,990
+//                GB/s; book/results/layernorm-h200.json): fp32 99.9 / 98.8 / 101.7 / 100.2 /
+//                99.1 / 63.6%, fp16 98.4 / 98.9 / 97.0 / 98.2 / 98.6 / 75.5%, bf16 98.5 / 98.2 /
+//                97.5 / 99.5 / 98.7 / 75.7%. Past 100%: x's L2 policy, which speeds a copy by
+//                2.2-3.2% on an H200 and 0.9-1.5% on an H100 (kernelbook.bench).
+//                Between the powers of two (book/results/layernorm-sweep-*.json, code 6f04165,
+//                16 lengths from 1,024 to 16,384, every dtype): H100 97.7-101.4% (copy
+//                ~2,838-2,884 GB/s), H200 96.1-101.3% (copy ~3,922-3,999 GB/s).
+//                Lengths off the 16-byte boundary (23 from 1,025 to 16,383 columns in every
+//                dtype, and 9 aligned cases among them) on H200s: at 2125a8d (…5544, copy
+//                ~3,900-3,943 GB/s) fp32 89.9-99.8%, fp16 89.4-98.7%, bf16 88.9-98.2%, under 95%
+//                in 38 of the 78 cases; at e95be94 (…9931, copy ~3,914-3,971 GB/s) fp32
+//                89.4-99.2%, fp16 89.9-98.7%, bf16 88.9-97.8%, under 95% in 35 (the lowest fp32
+//                14,501 to 16,383 at 512 x 8, 16-bit 1,301 and 2,059); torch, torch.compile and
+//                Liger ran such rows at 13-73% of the copy (book/results.md). H200s differ from
+//                one to the next by a few points of the copy at the same code.
+//                The history of these numbers, and every measurement behind the kernels below
+//                (the forms kept and the forms that lost): book/layernorm-notes.md.
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -957,7 +895,7 @@ __device__ __forceinline__ Norm row_stats(int method, const Pack<T, N> (&v)[VPT]
 // the M2 terms are all >= 0 and every mean is of values less the shift. The
 // pairwise merge's divisions (__fdividef, with its tests for tiny divisors) and
 // three shuffles a step took some 200 of the shifted kernel's 772 instructions a
-// warp and row (ncu, H200, fp16 16,383 columns). Speeds at launch_rows.
+// warp and row (ncu, H200, fp16 16,383 columns). Speeds in book/layernorm-notes.md.
 template <class Reduce>
 __device__ __forceinline__ Norm parts_norm(Stats s, bool has_edge, float edge, float shift, float inv_cols,
                                            float eps, Reduce& red) {
@@ -1083,7 +1021,7 @@ __device__ __forceinline__ RowSplit split_row(const T* xr, int64_t cols) {
 // warp straddles two groups either way.
 // A plain copy of rows of 8,191 and 16,383 halves, a block a row, ran at 97.4-97.8%
 // of the copy with slots t + k * THREADS and 101.0-101.8% with these (H200 …1648);
-// the kernels' numbers are at launch_rows.
+// the kernels' numbers are in book/layernorm-notes.md.
 // The launch's shape has at most THREADS vectors fewer than slots (nb >= THREADS x
 // (VPT - 1), checked by shifted_shape_fits): first < THREADS, so every thread's
 // slots but the last are in the body, and nk is VPT - 1 or VPT (slots_in_row).
@@ -1280,7 +1218,7 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 //   layernorm_affine_rows_kernel: G lanes x VPT vectors a row, R rows a thread,
 //     64-thread blocks. 128 halves as 16 x 1 with R = 2 (torch.compile's layout
 //     for them), 128 floats as 16 x 2 with R = 2, 256 and 512 halves as 16 and
-//     32 x 2. See "R rows" and "Instructions" below.
+//     32 x 2. See "R rows" and "Instructions" in book/layernorm-notes.md.
 //   layernorm_affine_block_kernel: a row per block. 16-bit rows of 1,024 halves
 //     (64 x 2), 2,048 (128 x 2) and 16,384 (512 x 4); fp32 rows of 1,024 floats
 //     (128 x 2), 8,192 (512 x 4) and 16,384 (512 x 8, one block per SM). Where
@@ -1297,193 +1235,9 @@ layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, con
 // only where fast_memory_per_sm, keep_x_in_l2; 16-bit rows of 8,192 and 16,384
 // on every GPU): x loaded with an L2 evict_last policy, as torch.compile's
 // LayerNorm loads it.
-// H200, 256 MiB, 40 paired rounds, three GPUs (A, B, C; B twice), the time of the
-// kernel before over this one's: 4,096 floats in 512 x 2 A 1.006, 1.007, B
-// 1.011, 1.014, 1.016, 1.005, C 1.019, 1.017, 1.017; as 128 x 8 in kLate (eight
-// blocks per SM), B 1.018, 1.020, 1.023, 1.015, C 1.027, 1.028, 1.023, which is
-// taken (the same shape without the policy: 1.004, 1.001); 8,192 floats B 1.005,
-// 1.006, C 1.016; 16,384 floats (kLate) B 1.008, 1.011, 1.010, C 1.009, 1.010. At
-// 1 GiB, 4,096 floats 1.031 (B). Not 1,024 floats (128 x 2): B 1.009, 0.999, C
-// 0.998, 1.001. In those rounds Liger's time over the kernel before was 0.989-
-// 1.008 at 4,096 floats, torch.compile's 0.992-1.009; over this one, 1.010-1.021
-// and 1.008-1.018 (B, C; at 1 GiB torch.compile 0.997 [0.993, 1.000]).
-// 16-bit rows of 16,384 (kInOrder, 512 x 4) on a fourth H200 where the kernel
-// before ran at 94.7-95.6% of a copy, its time over this one's: fp16 1.015, 1.019,
-// 1.015 (96.0-96.8%), bf16 1.015, 1.011, 1.011 (96.2-96.7%); over the policy in
-// kEarly or kLate instead, 0.985-1.006. On a fifth, 1.015, 1.006, 1.015 (fp16) and
-// 1.006, 1.005, 1.007 (bf16); weight and bias loaded with the policy too, or y
-// stored with an L2 evict_first policy, or both, took 0.997-1.008 times as long.
-// On a sixth (this kernel at 96.3-96.9% of a copy), three blocks of it per SM
-// (40 registers, 36-44 bytes spilled) took 1.150-1.155 (fp16) and 1.230-1.239
-// (bf16) times as long.
-// The policy on an H100 (2026-11-25, the fixed flush; before, an H100 took this
-// kernel without it). …9316, 4,096 rows, 40 paired rounds, two trials, the time
-// of the kernel without it over this one's: fp16 1.005 [1.000, 1.010], 1.002
-// [0.998, 1.006], bf16 1.005 [1.001, 1.008], 1.007 [1.002, 1.010] (99.3-99.5 ->
-// 99.7-100.1% of a copy); with the policy in kEarly or kLate instead 0.998-1.004;
-// kLate without it 1.008-1.012. torch.compile's time over this one's in the
-// same rounds 1.006 [1.001, 1.009], 1.002 [0.996, 1.009] (fp16), 1.015, 1.011
-// (bf16), where over the kernel without it fp16 measured 0.998 and 1.000 here
-// and 0.997 [0.990, 1.000] in the stored ladder at 6b089be. …5544: 1,024 rows
-// (64 MiB moved) without it over with it 1.021 (fp16), 1.019 (bf16); 16,384 rows
-// (1 GiB) 1.006, 1.006.
-// 16-bit rows of 8,192 past the L2 (8,192 rows, 256 MiB) had taken the row-pair
-// kernel (launch_row_pairs, 256 x 4), at 94.7-95.0% of a copy on an H200
-// (…8802, 2026-11-25, 40 paired rounds, two trials; 99.2-99.7% on an H100).
-// Its time over this kernel's (256 x 4, kInOrder, x's policy): H200 fp16 1.046,
-// 1.047, bf16 1.044, 1.049 (99.1-99.2% of a copy); H100 (…9582) fp16 1.007,
-// 1.005, bf16 1.008, 1.007. Over it too: 256 x 4 in kInOrder without the policy
-// H200 1.034-1.048, H100 1.008-1.011; in kEarly with it, H200 0.993-1.002, H100
-// 0.999-1.008; 128 x 8 with it, H100 1.06-1.36. torch.compile's time over this
-// kernel's, same rounds: H200 1.065-1.134; H100 1.002, 1.003 (fp16), 1.002, 1.000
-// (bf16), where over the row-pair kernel it measured 0.993 [0.991, 0.996] once.
-// kLate (fp32 rows of 16,384 on such a GPU): weight and bias are read after the
-// reduction after all (the row held as loaded, as in the early kernel; before
-// the recentering, as shifted floats), so that 512 x 8 fits in 64 registers and
-// two blocks share each SM; with them early it takes 128 and one block has the SM
-// to itself, which sits idle on memory while that block reduces. H200, 256 MiB, 40 paired
-// rounds, early time over late: 1.020 and 1.022 (92.1 -> 93.4 and 93.4 -> 95.4%
-// of a copy; two probes before, 92.2 -> 94.3 and 92.7 -> 94.4; a 20-round run
-// after, 1.009 [1.004, 1.031], 93.0 -> 95.1); H100 0.999, and
-// 0.993 at 1 GiB, so it keeps the early kernel. Not for 16-bit rows of 16,384
-// (512 x 4, two blocks per SM either way): H200 fp16 1.000-1.009, bf16
-// 0.984-0.993. Nor a leaf of the thread's whole slice (one two-pass over its 32
-// floats, then Chan's merge across threads, instead of a leaf per vector):
-// 1.003 against kLate.
-// kInOrder (16-bit rows of 16,384): the row stays in T as in kEarly, and after
-// the reduction each vector's weight and bias are loaded just before its store,
-// through load_vec_in_order / store_vec_in_order. H200, 256 MiB, 40 paired rounds,
-// early time over this: 1.024 [1.017, 1.038], 1.026 [1.018, 1.029], 1.034 [1.026,
-// 1.042], 1.026 [1.018, 1.032] (93.7 -> 96.0, 94.0 -> 95.9, 94.3 -> 97.3, 93.7 ->
-// 95.7% of a copy), and 1.023 at 1 GiB; H100 1.000, 1.003 and 1.001 at 1 GiB.
-// What the order does is measured, not explained: the same loads written in plain
-// C++, which the compiler may move ahead of the stores (it spills 8 bytes at 64
-// registers there), tie with kEarly (1.008, 1.005), and so do they with a compiler
-// barrier (asm volatile("" ::: "memory")) after each store (1.006, 1.000). Nor
-// do these loads in this order through ld.global.nc: on a later H200 (…5418, 40
-// rounds, template variants whose default, this code, took 0.996-1.001 of its
-// time; that kernel's time over this one's) fp16 1.040, bf16 1.011. So it is
-// these loads' path behind the stores (ld.global, not the read-only path), not
-// their order alone; and a fixed pause between the stores is not it either (same
-// rounds, fp16 / fp32 in kLate / bf16): __nanosleep(64) after each store but the
-// last 1.025 / 1.009 / 1.027; a GPU fence there, in the first wave's 264 blocks
-// only 1.027 / 1.079 / 1.031, in every block 1.35-1.36. This kernel ran at 98.3
-// / 97.1 / 96.2% of the copy in those rounds (4,031-4,126 GB/s). bf16
-// first measured a tie (H200 0.999, 1.001; H100 0.999, 1.002) and kept kEarly, but
-// H200s differ: on the four lent later (2026-11-24, 40 rounds each) kEarly bf16
-// ran at 91.5-92.4% of a copy, and this at 94.8-96.2%, early time over this 1.040
-// [1.031, 1.044], 1.037 [1.033, 1.044], 1.042 [1.035, 1.052], 1.040 [1.035, 1.046];
-// so bf16 takes it too. kLate's fp32 rows loaded this way lost (H200 0.969, 0.975;
-// again 0.970, 0.976). Not kept either, fp16 16,384 on the
-// H200: the row kept in halves with weight and bias late at 3 or 4 blocks of 512
-// x 4 per SM, 4 or 5 of 256 x 8, or 2 of 1,024 x 2 (each spills 20-124 bytes
-// at its register limit): 0.50-0.97; a leaner leaf for 16-bit rows (the mean
-// of the raw halves, the shift subtracted from it alone, and the squared
-// deviations summed by fma): 1.009, 1.010 at 16,384 but 0.994 at fp16 4,096 and
-// 0.992 at bf16 16,384 (a close variant on a later H200: launch_rows,
-// "statistics' share"). kInOrder in layernorm_affine_rows_kernel (fp16 rows of
-// 128 to 512, 256 MiB, 40 rounds, same ratio): H200 1.004-1.010 at 16 blocks per
-// SM (64 registers), 1.005-1.011 at 20, 0.997-1.002 at 24 (bf16 1.000), H100
-// 0.999-1.003: a gain under the bench's resolution, not kept. torch.compile was
-// 0.5-1.1% ahead of this kernel at fp16 128 on the H200 in those rounds (0.989-
-// 0.995) and tied on the H100.
-// R rows (128 columns, 2026-11-24, 256 MiB, paired rounds, the time of the kernel
-// before over this one's; torch.compile's over this one's in the same rounds):
-// a thread's rows share its weight and bias loads, and each row's first element
-// comes by a shuffle. fp32 (16 x 2, R = 2, 64 registers), H100, six runs of 40-60
-// rounds: 1.004-1.008 for this shape (with the shift by a shuffle: 1.008, 1.008), torch.compile
-// 0.998-1.004 against 0.992-0.994 for the kernel before; the shift taken by a
-// load instead costs 0.2-0.3% (1.003, 1.002). On an H200 this shape measured
-// 0.995-0.999 against the warp kernel's 16 x 2 at first, and ahead of it once both
-// issued fewer instructions (below). 16-bit (16 x 1, R = 2, 40 registers), measured with
-// the rows' merges interleaved by hand (the same speed as the loop here on the
-// H100: 1.000-1.002): H100 fp16 1.001-1.005, bf16 1.000-1.003 (torch.compile
-// 0.996-1.004); H200 fp16 1.006, 1.006, bf16 1.003, 1.000 (torch.compile 1.000,
-// 1.000, 0.996, 0.996, against 0.992-0.995 for the kernel before). Not kept: 4
-// rows a thread (H100: fp32 16 x 2 at 80 registers 1.007, 16-bit 8 x 2 0.98; 32 x
-// 1 floats or 16 x 1 halves at 56 registers: H100 1.001-1.006, H200 0.988-1.008),
-// 16-bit 16 x 1 with R = 1 (H100 1.006, but 80% of a copy on an H200: too few
-// bytes in flight), and 16 x 1 with R = 2 held to 32 registers, as torch.compile's
-// kernel is (it spills 28-36 bytes here: 82-88% of a copy, H100). At 32 registers
-// it spills 32-52 bytes even with weight and bias read after the reduction, a leaf
-// of per-element Welford updates instead of the two-pass leaf, or 32-bit offsets
-// within the block (ptxas, sm_90): it is the row held through the statistics that
-// does not fit. Read again for the normalize instead (an asm volatile load, which
-// the compiler can not merge with the first; mostly an L1 hit), the row fits 32
-// registers without a spill, 2,048 threads per SM as in torch.compile's kernel, but
-// the kernel was slower: H100, 2 x 60 rounds, this one's time over it 0.986-0.995
-// (at 40 registers 0.996-0.998). torch.compile's layout is this one (rows r and r +
-// 4 of 8 a thread, 16 lanes a row); what was left at 16-bit 128 columns (H100
-// 0.994-1.000, H200 0.991-1.000 in the runs above) was the instruction count.
-// Instructions (2026-11-24): streaming at a copy's speed, an H200 SM must finish a
-// block of eight rows of 128 halves (4 KB read and written) about every 135 ns,
-// some 270 cycles; at 308 instructions a thread the block's two warps issued 616
-// in that time, more than half of what the SM's four schedulers can (an H100 SM
-// has about 190 ns a block). The kernel issued more than torch.compile's: its
-// Triton kernel for these rows is 229 (fp16) and 239 (bf16) instructions as
-// Triton 3.8 compiles it for sm_90, barriers and shared-memory layout changes
-// included. Three changes cut ours to 255 (fp32 16 x 2: 264 to 227), with the
-// same bits on every row checked: group_merge_even carries the mean scaled so
-// that each level adds where it added and halved, thread_welford takes a
-// thread's first vector as it is, and a group past the last row reads and
-// writes the last row again, so that the kernel has no branch (one around each
-// row's store had the compiler convert weight and bias once per row). Paired
-// rounds, 256 MiB, the time of the kernel before over this one's (torch.compile's
-// over this one's): H200 bf16 1.015 [1.008, 1.018] (1.000) and 1.008 (1.002),
-// fp16 1.004 (1.004); H100 bf16 1.007 (1.002), fp16 1.001 (1.001), fp32 1.000
-// (1.002), 40-60 rounds. Before them the same two H200 kernels, one of them
-// copied under a second name (the bench's own error), differed by 0.995-1.006
-// while torch.compile led at bf16 by 0.6-1.1% under four round orders. With
-// them, 128 floats in 16 x 2 with R = 2 lead the warp kernel on the H200 too
-// (1.016, 1.011, 1.008; 50 rounds each), so every GPU takes it.
-// fp32 512 x 2 at 32 registers (four blocks per SM) against 40 (three), H200,
-// same ratio: 1.009, 1.009 (probe), 1.007, 1.013, and 0.999 in a 20-round run
-// after (a tie). In the first four, torch.compile and Liger were 0.8-1.2% ahead
-// of the 40-register kernel and tied with this one, as in notebook 07. fp32 128 x 2
-// (1,024 floats) measured 0.996 and 0.998 that way and keeps 40.
-// 256 MiB, 40 paired rounds, the time of the kernel taken before over this one's
-// (fp16, bf16; fp32), H200 / H100:
-//   128 halves 1.013, 1.013 / 1.010, 1.010; 256: 1.011, 1.010 / 1.012, 1.010;
-//   512: 1.013, 1.011 / 1.006, 1.004 (warp kernel, 4 lanes x 4 to 16 x 4).
-//   1,024 halves 1.011-1.012, 1.016-1.027 (two runs) / 1.007, 1.001; 2,048:
-//   1.015, 1.038 / 1.006, 1.007; 16,384 halves 0.998, 1.031 / 1.013, 1.019 (warp
-//   kernel 32 x 4; block 64 x 4; row pairs of 512 x 4, late weight).
-//   1,024 floats 1.017 / 1.001; 8,192 floats 1.018 / 1.003; 16,384 floats 1.013 /
-//   1.022 (block 64 x 4; 512 x 4 at 40 registers, three per SM; 512 x 8).
-// Taken on the H200 only (50 paired rounds, 8,192 and 16,384 rows of floats,
-// 16,384 rows of halves): 4,096 floats 512 x 2 1.006, 1.007 / 0.996; 4,096
-// halves 256 x 2 1.008, 1.010 (an earlier run 1.009) / 0.990, 0.990 (0.986)
-// (row pairs of 256 x 4 and 128 x 4, weight after the reduction). Liger's
-// LayerNorm had been 0.8-1.4% ahead at 4,096 floats on the H200; in the same
-// rounds it stayed 0.6% ahead at 8,192 rows and tied at 16,384.
-// On H200s lent later (2026-11-24, 40 rounds) Liger led at 4,096 floats again:
-// its time over this kernel's 0.979-0.992 in eight cases on four of them
-// (torch.compile 0.982-1.000), and none of these closed it, each one's time
-// over this kernel's: 256 x 4 with weight and bias early 1.000-1.007 or late
-// 0.998-1.013, 128 x 8 1.005-1.011, 512 x 2 with them late 0.994-1.013, row
-// pairs of 256 x 4 0.989-1.008, every load a plain ld.global 0.998-1.006, and
-// the two-pass statistics instead of Welford's in 512 x 2 (0.994, 1.002) or in
-// 256 x 4 (1.012, 1.014).
-// Liger's kernel (Triton: a row a block of 256 threads, 64 registers, x, weight
-// and bias loaded at once, two plain reductions) has the layout of 256 x 4
-// early; under ncu it issues 17.5 M instructions to this kernel's 23.1 M and
-// takes 62.2-63.7 us to its 64.0 (the L2 flushed clean there). The 512 x 2
-// kernel's SASS (cuobjdump) loads weight and bias after the barrier, where the
-// register limit (32, four blocks per SM) makes the compiler sink them, while
-// Liger's issues all twelve of a thread's loads first; yet 256 x 4 with weight
-// and bias loaded first here (the compiler still sinks some, 63 registers) took
-// 1.010 and 1.013 times as long as 512 x 2 (H200 A of kKeepX). Under ncu (clocks
-// locked at base, L2 flushed clean) Liger took 64.0 us, 512 x 2 65.1, and 512 x 2
-// with x's L2 policy 64.0: what closed the gap on the H200 is that policy (kKeepX
-// above), not the layout.
-// Not taken (ties, or a loss on one GPU): 8,192 halves 256 x 4 (1.005-1.006 /
-// 0.988; again 1.002 / -), 4,096 floats 256 x 4 (1.007, 1.005, 0.992 / 0.991,
-// 0.996), 8,192 halves 512 x 2 (0.974-0.988 on the H200), 4,096 halves 128 x 4
-// (0.991-0.992 / 0.988-0.989), 128 and 512 floats one row a thread (0.995-1.008 / 1.001-1.004),
-// 1,024 halves in 128 x 1 (0.92-0.96 / 1.010-1.015), 16,384 halves in 1,024 x 2
-// (0.74-0.75 / 0.89-0.90), and an earlier R rows a group sharing one weight load
-// (128 columns, 2 to 8 rows: 0.64-1.00 against this kernel, H100; "R rows" above
-// is the version kept).
+// The measurements behind these choices, each GPU's time for the forms not taken,
+// what the order of the loads does, "R rows" and "Instructions": book/layernorm-notes.md,
+// section affine_row.
 // R rows a thread (R > 1: kEarly only), row j starting at element start[j]; the
 // thread's slot k of each row is vector t + k * STRIDE. Every row is read and
 // written (see layernorm_affine_rows_kernel for the groups past the last row).
@@ -1703,7 +1457,7 @@ layernorm_affine_block_kernel(const T* __restrict__ x, const T* __restrict__ wei
 // statistics take shuffles only, no barrier; the block's warps take consecutive
 // rows of its class. x with its L2 policy; weight and bias absent read as 1 and
 // 0. Welford's statistics only (launch_rows sends method 0 alone here), merged by
-// off_boundary_norm. Numbers at launch_rows.
+// off_boundary_norm. Numbers in book/layernorm-notes.md.
 template <typename T, int THREADS, int VPT, bool WARP_ROWS = false>
 __global__ void __launch_bounds__(THREADS, (kAffineBlocksPerSm<T, THREADS, VPT, WbLoad::kInOrder>))
 layernorm_shifted_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
@@ -1842,7 +1596,7 @@ __device__ __forceinline__ void load_off_boundary_row(const T* xr, int64_t cols,
 // statistics only (launch_rows sends method 0 alone here), merged by
 // off_boundary_norm. 16-bit rows keep layernorm_shifted_wb_kernel: in this form
 // (a byte permute for odd heads, with or without the next lane's vector) they
-// were slower. Numbers at launch_rows.
+// were slower. Numbers in book/layernorm-notes.md.
 template <typename T, int THREADS, int VPT, bool BOTH, bool PAIRS = false>
 __global__ void __launch_bounds__(THREADS, 1024 / THREADS)
 layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
@@ -1860,7 +1614,7 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   // every slot and Chan's pairwise merge, one barrier where parts_norm takes two.
   // With parts_norm, 128 x 4 took 1.08 times as long at 2,050 floats (H200 …2180),
   // and 64 x 5 to 128 x 8 gained at most 0.6% at 1,102 to 4,097 (H100 …1476, H200
-  // …9725, …2180); 256 threads and more gained up to 2.8% (launch_rows).
+  // …9725, …2180); 256 threads and more gained up to 2.8% (book/layernorm-notes.md).
   constexpr bool kPairwise = THREADS < 256;
   RowSplit s;
   SlotMap m;
@@ -1883,7 +1637,7 @@ layernorm_funnel_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   // (first = THREADS - 1: vector THREADS is the next lane's next slot) and the row's
   // last body vector load it themselves, in the same round of loads. Blocks of 64
   // and 128 threads load both vectors in every lane (kFromNextLane false; numbers
-  // at launch_rows).
+  // in book/layernorm-notes.md).
   // PAIRS (on a GPU like the H200, weight and bias both given; launch_funnel_wb has
   // where and the numbers): weight and bias load two slots at a time, so that one
   // wait on the L2 serves two slots. Slot by slot, each slot's loads wait out the
@@ -2117,7 +1871,7 @@ __device__ __forceinline__ float element_at_head(const uint32_t (&a)[4], const u
 // layernorm_shifted_wb_kernel (a persistent block a row class, weight and bias shifted
 // into shared memory, Chan's merge of all threads in two reductions), H200s, 30 paired
 // rounds, 256 MiB: 1.00-1.12 times as fast at 4,097 to 16,383 halves in blocks of 128
-// and 256 threads (89.5-98.1% of a copy against 82.8-92.2%); numbers at launch_rows.
+// and 256 threads (89.5-98.1% of a copy against 82.8-92.2%); numbers in book/layernorm-notes.md.
 // Method 0 only, as the shifted kernel.
 // Its blocks per SM: as the block kernels' that read weight and bias in order (768
 // threads at 80 registers from 6 vectors a thread), but the short rows' shapes take
@@ -2170,8 +1924,8 @@ layernorm_offset_wb_kernel(const T* __restrict__ x, const T* __restrict__ weight
   constexpr int kWarps = THREADS / 32;
   constexpr bool kPairwise = VPT == 8 || kAtSlot<T, THREADS, VPT>;  // slot counts: see slots_in_row
   // The next-lane form where it measured faster (3, 4 and 6 vectors a thread, and 5 in
-  // blocks of 64; at 5 in larger blocks, 7 and 8 it spilled or lost: numbers at
-  // launch_rows).
+  // blocks of 64; at 5 in larger blocks, 7 and 8 it spilled or lost: numbers in
+  // book/layernorm-notes.md).
   constexpr bool kFromNextLane = VPT == 3 || VPT == 4 || VPT == 6 || (VPT == 5 && THREADS == 64);
   static_assert(!PAIRED || kFromNextLane, "paired heads: the next-lane form");
   // Rows that load each slot's bias at that slot, not a slot ahead, where ahead ptxas
@@ -2861,7 +2615,7 @@ bool even_heads(const Launch<T>& l) {
 // as shifted floats (kLate), 16-bit vector by vector (kInOrder; from 6 vectors
 // 768 threads an SM, 80 registers: at 64, 6 and 7 spilled, and bf16 8 spilled
 // at 80). Welford's kernels only: methods 1 and 2, the notebook's comparisons,
-// keep the general kernels at these lengths. Numbers at launch_rows.
+// keep the general kernels at these lengths. Numbers in book/layernorm-notes.md.
 // SHIFTED: rows whose length is not a multiple of the vector, nvec = cols / N
 // (16-bit: layernorm_shifted_wb_kernel; fp32: layernorm_funnel_wb_kernel),
 // rather than aligned rows.
@@ -2894,7 +2648,7 @@ cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   // the H100's shape). Blocks of 64 threads here (64 x 5 and 64 x 6) keep the shifted
   // kernel (the offset kernel took 0.85-0.91 of its speed at 3,001 halves, 64 x 6). bf16
   // rows of 7 vectors a thread take it with each slot's bias loaded at that slot (numbers
-  // at launch_rows), and so do fp16 rows at 128 x 7 whose heads are not all even: the
+  // in book/layernorm-notes.md), and so do fp16 rows at 128 x 7 whose heads are not all even: the
   // shifted kernel's time over it (H200 …9466, copy 3,906-3,951 GB/s, 256 MiB, 30 paired
   // rounds) 1.044 at 6,153 halves (91.8% -> 96.0% of the copy), 1.062 at 6,601 (89.8 ->
   // 94.9) and 7,001 (90.0 -> 95.0), 1.068 at 7,167 (90.4 -> 96.9), 1.008 at 6,201, where
@@ -2967,8 +2721,8 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
     if (takes_offset_wb(l)) {
       // The offset kernel from 161 vectors, where a warp a row holds 6 to 8 vectors a
       // lane: 64 x 3 and 64 x 4 (1,288 to 2,055 halves), and 128 x 3 for 321 to 384
-      // vectors (2,568 to 3,079), in place of the shifted kernel's 64 x 6 (numbers at
-      // launch_rows).
+      // vectors (2,568 to 3,079), in place of the shifted kernel's 64 x 6 (numbers in
+      // book/layernorm-notes.md).
       if (nvec <= 192) return launch_offset_wb<T, 64, 3>(l);
       if (nvec <= 256) return launch_offset_wb<T, 64, 4>(l);
       // 257 to 320 vectors (2,056 to 2,567 halves) as 64 x 5 where every row's head
@@ -3015,7 +2769,7 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
   if (nvec <= 64 * 6) return launch_shaped_block<T, 64, kFirst64, 6, SHIFTED>(l, nvec);
   if constexpr (SHIFTED && sizeof(T) == 4) {
     // fp32 rows off the boundary of 961 to 1,024 vectors on a GPU like the H200: 256 x 4,
-    // not 128 x 8 (1.02-1.04 times as fast at 4,001 to 4,099 floats; numbers at launch_rows).
+    // not 128 x 8 (1.02-1.04 times as fast at 4,001 to 4,099 floats; numbers in book/layernorm-notes.md).
     if (nvec > 960 && nvec <= 1024 && fast_memory_per_sm()) return launch_shaped_block<T, 256, 4, 4, true>(l, nvec);
   }
   if (nvec <= 128 * kMax) return launch_shaped_block<T, 128, 4, kMax, SHIFTED>(l, nvec);
@@ -3048,8 +2802,8 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
 // at least), no more than the rows need: for rows of a block each, the blocks that
 // fit at once; for rows of a warp each (WARP_ROWS), enough blocks that each warp
 // takes two rows of its class. A persistent grid waits for its slowest SM (see
-// launch_rows); blocks of 128 threads whose weight and bias are a few KB refill
-// the SMs as they free. Rows a warp each, 256 MiB, 40 paired rounds, persistent
+// book/layernorm-notes.md, launch_rows); blocks of 128 threads whose weight and
+// bias are a few KB refill the SMs as they free. Rows a warp each, 256 MiB, 40 paired rounds, persistent
 // time over two rows a warp: H100 (…6072) 1.024-1.065 at 1,033, 1,100, 1,300,
 // 1,537, 1,801 and 2,047 halves, fp16 and bf16, 90.0-93.1% -> 92.7-96.9% of a
 // copy (2,863-2,872 GB/s); H200 (…8036) 1.058 at fp16 1,033 (90.7% -> 95.9%) and
@@ -3219,595 +2973,36 @@ cudaError_t launch_streaming(const Launch<T>& l) {
   return cudaGetLastError();
 }
 
-// Picks the kernel for rows of `cols` elements moved N at a time (nvec vectors).
-//   Few rows (<= kFewRows, one wave) of aligned vectors, more than
-//   kFewRowsMinVectors of them: the launch's time is latency, so one block per row
-//   and a row spread thin: 32 to 512 threads of one vector, 512 x 2, and for 1,025
-//   to 2,048 vectors 1,024 x 2 when every row gets an SM of its own (with more
-//   rows, one such block per SM would take two waves: H200, 256 x 8,192 floats 7.2
-//   -> 8.7 us). Weight and bias are loaded with x, so the launch waits for memory
-//   once. H200, CUDA graph, before -> after (Liger): bf16 128 x 1,024 3.2 -> 2.4
-//   us (2.4), fp16 256 x 128 2.5 -> 2.0 (2.0-2.1), fp16 1 x 1,024 2.0 -> 1.5
-//   (1.5), fp32 64 x 8,192 5.1 -> 4.2 (3.9), bf16 100 x 16,384 5.5 -> 5.1 (5.0);
-//   H100 alike: bf16 128 x 1,024 3.3 -> 2.4 (2.5), fp32 64 x 8,192 5.4 -> 4.7
-//   (4.4). Before, these went to the short-row groups (one row per 1 to 32 lanes,
-//   weight and bias after the reduction) or to 512-thread blocks of 4 vectors.
-//   Rows of 9 to 32 vectors: a 32-thread block beat the groups (fp16 256 x 128:
-//   2.0 against 2.4-2.5 us); rows of up to 8 vectors were not measured as blocks
-//   and stay with the groups.
-//   Otherwise:
-//   nvec <= 128: G lanes per row, the fewest (at least 4, 16 when peeled) that
-//     leave each lane at most kWarpPathVpt vectors (2 for fp32, 4 otherwise),
-//     then 32 lanes x 4. A 128-half row: 4 lanes x 4, 32 rows per block; a
-//     128-float row: 16 lanes x 2 float4; a 512-float or 1,024-half row: 32 x 4.
-//     Many aligned rows of 1 to 4 vectors go to one lane (1 or 2 vectors) or
-//     two (3 or 4 vectors, 2 each): with 4 lanes most of them held nothing.
-//   Many aligned rows with weight and bias, of 128 to 2,048 or 16,384 halves, or
-//   128, 1,024, 8,192 or 16,384 floats (and 4,096 of either where the memory is
-//   faster per SM): x, weight and bias loaded at once (affine_row has the
-//   lengths and the numbers), before any of the cases below.
-//     H200, 256 MiB, % of a copy in the same rounds, 4 lanes -> this
-//     (torch.compile): 8 halves 20 -> 93 (99), 16 halves 37-38 -> 97 (99-100),
-//     32 halves 64-67 -> 96-98 (99), 8 floats 55 -> 97 (99), 16 floats 86 -> 99
-//     (100); 24 halves (3 vectors) 52 -> 78 (99). Two lanes of 1 vector each for
-//     16 halves: 88; one lane of 4 vectors for 32 halves: 74-75.
-//     128 halves, other lane shapes with the method fixed (H200, 256 MiB, two
-//     runs, % of a copy, 4 lanes x 4 at 64 registers: 96.4-96.7): 8 x 2 at 56
-//     registers 94.7-95.8; 16 x 1 at 32 (2,048 threads per SM) 93.2-94.0; 8 x 2
-//     held to 40 registers spills and takes 80-81. Again on an H200 (2026-11-24,
-//     40 paired rounds, this shape's time over the other's): 8 x 2 0.985-0.986,
-//     16 x 1 0.88-0.89; 128 floats, 16 lanes x 2 against 8 x 4 0.990, against
-//     32 x 1 0.945. torch.compile (8 rows a 64-thread block, two plain
-//     reductions; its 16-bit layout is in affine_row's "R rows") stayed 1.2-1.5%
-//     ahead at 16-bit 128 columns, 0.7% at fp32. Later (2026-11-24), 256 MiB, 40
-//     paired rounds, it measured 0.3-1.1% ahead of the kernels of the time at 128
-//     columns (H100 fp32 0.989-0.997, 16-bit 0.993-0.999; H200 fp16 0.989-0.995);
-//     the kernels since ("R rows" and "Instructions" there) tie or lead it: H100,
-//     fp32 (0b8f82c, 40 rounds), its time over this kernel's 0.994 [0.991, 0.999]
-//     in one notebook run, 1.002 and 1.000 in two others; in one of those runs,
-//     also 1.000, 1.003 and 0.997 in three probe cases, where this kernel held to
-//     40 registers (24 blocks per SM) took 0.999-1.000 times as long, 32 lanes x
-//     1 vector x 4 rows 0.999-1.003, and either with x's L2 evict_last policy
-//     1.022-1.030. Its fp32
-//     kernel on the H100 (torch 2.11): 8 rows a 64-thread block, each thread 4 rows
-//     x 4 floats (one float4 of each of 4 rows, weight and bias loaded once for
-//     them), 42 registers; under ncu 84.8 us against this kernel's 86.7, the same
-//     DRAM bytes, 16.6 M instructions against 25.4 M and 0.39 M load requests
-//     against 0.92 M. That layout here (G lanes of one vector a row, R = 2 or 4
-//     rows a lane, weight and bias loaded once for them) tied in the warp kernel: H100, this kernel's
-//     time over it, fp32 1.000-1.002, fp16/bf16 0.998-1.000 (4 rows at 20 blocks
-//     per SM spill and take 14-16% longer). fp32 as 8 lanes x 4 or 32 x 1 took
-//     0.3-0.9% and 0.5-1.2% longer (H100). Every 16-byte load as a plain
-//     ld.global (Triton's kind) rather than ld.global.nc: 0.998-1.004; with
-//     L1::no_allocate, 3.5-5.6% longer (H100, 128 columns, all three dtypes).
-//   Many aligned rows with weight and bias that move more than the L2, of 129
-//     to 2,047 16-bit or 4,095 fp32 vectors and not a power of two: the block
-//     kernel of affine_row shaped to the row (launch_shaped has the shapes), with
-//     x's L2 policy; the kernels below leave slots empty at such lengths (10,000
-//     halves: 1,250 vectors in 512 x 4 slots) and load x without the policy.
-//     256 MiB, 20 paired rounds, 11 lengths from 1,536 to 14,336 columns, every
-//     dtype, the time of the kernels below over this one's: H200 (…2049)
-//     1.023-1.172, all 33 ahead (16-bit 10,000 83.4 -> 96.4% of a copy, fp32
-//     14,336 92.2 -> 99.3%); H100 (…2684) 0.998-1.035, ties at 16-bit 3,584 and
-//     7,168, the other 29 ahead. Other shapes on an H200 (…7606, 30 rounds,
-//     16-bit, the shape kept's time over theirs): 3,584 halves as 128 x 4 (some
-//     last slots empty) 1.023-1.026 times faster than 64 x 7, so 64 threads hold
-//     at most 6; at most 4 vectors a thread (twice the threads) 0.76-0.99 at
-//     2,560, 5,120 to 7,168 and 10,000 to 14,336 (10,000: 0.76-0.78); at most 5,
-//     ties at 2,560, 5,120 and 10,000, 0.93-0.99 at 6,144, 7,168, 12,288, 14,336. Earlier
-//     probes (H200 …8442, x's policy): 16-bit 1,536 as 64 x 3, weight and bias
-//     early 100.1-100.3%, in order 100.3-101.0%; 5,120 as 128 x 5 early 90.5-92.1%,
-//     in order 98.4-99.1%; 12,288 as 512 x 3 in order 92-93%, 256 x 6 96-99%;
-//     fp32 14,336 as 512 x 7, early 93.2%, late 99.6%; fp32 5,120 as 256 x 5 101%
-//     either way.
-//   Many 16-bit rows off the vector boundary (peeled) that move more than the L2,
-//     of 128 to 2,048 vectors, for Welford: weight and bias shifted into shared
-//     memory, a block a row class (layernorm_shifted_wb_kernel, shaped as
-//     launch_shaped), where the peeled kernels below read them an element at a
-//     time. On an H100 not where nvec is a power of two: there the general
-//     kernels' slots are full. 256 MiB, 20 paired rounds, 9 lengths from 1,100 to
-//     16,383 columns, fp16 and bf16, the peeled kernels' time over this one's:
-//     H200 (…8658) 1.070-1.650, all 18 ahead, 52-82% -> 65-90% of a copy; H100
-//     (…8835) 1.011-1.264 where nvec is not a power of two (70-89% -> 88-91%),
-//     0.930-0.934 at 2,052 (256 vectors) and 0.984-0.992 at 4,097 (512). Still
-//     short of a copy: 80-90% at 2,052 to 16,383 columns, 65% at 1,100 (H200),
-//     88-91% (H100). Not the persistent grid: R rows of a class a block instead
-//     (H200 …2252, 20 rounds, 1,100 / 4,097 / 10,001 / 16,383 halves) took 0.85-
-//     0.95 of its speed at R = 2, 0.91-0.98 at 8 (but 1.016-1.027 at 1,100), 0.70-
-//     0.92 at 32. A register prefetch of the class's next row (two rows a thread,
-//     fewer blocks per SM) took 0.74-1.02 of its speed (H200 …4722, 1,102 to
-//     16,383 halves); the next row copied into shared memory (cp.async) while
-//     this one is written, 0.94-1.02 (…4010); one row a block with weight and
-//     bias funnel-shifted out of two aligned vectors (fp32's kernel, next) 0.68-
-//     1.00 (…9787), 0.76-0.93 with the head a run-time value (…5351), and with
-//     vector j + 1 from the next lane (fp32's kernel since c8bccb3; the pairwise
-//     merge, as parts_norm spilled) 0.573-0.702 at 1,100 and 1,801 halves and
-//     0.791-0.909 at 4,097 to 16,383 (H200 …4681, fp16 and bf16: 50-80% of a
-//     copy against 87-93%). Much of that is the pairwise merge: with Chan's merge
-//     of all the threads at once (parts_norm; 256 x 4 and 512 x 4, 20 rounds, fp16)
-//     it ran 8,191 and 16,383 halves at 88.7-89.4% and 83.4-84.2% of a copy, the
-//     shifted kernel 92.4-92.6% and 88.4-88.6% (H200 …4828, …7711). On aligned
-//     rows of 8,192 and 16,384 halves, where only its code for head 0 runs, the
-//     pairwise form ran at 90.4% and 83.1% (…6814), Chan's at 97.5-97.7% and
-//     94.0-94.2%, the aligned kernel in the same shape at 98.9-99.7% and 98.6-
-//     99.3%; the aligned kernels' merge of full rows (merge_even) measured the same
-//     as Chan's (…4828), and slot 0's weight and bias loaded before the reduction
-//     lost (94.6% and 74.6%, …7711). Taking the class's split, the thread's
-//     slot count and edge once before its rows, and testing slots by count
-//     (946382b; 1,102, 2,050, 4,097, 6,001, 10,001 and 16,383 halves, 20 rounds,
-//     the time before over after): H200 (…7078) 1.011-1.075, 8 ahead and 4 ties,
-//     65-89% -> 70-91% of a copy; H100 (…2601) 0.995-1.018, ahead at 1,102, ties
-//     elsewhere, 89-94%. At 1,102 halves on an H200 (ncu, one launch each, the
-//     same DRAM bytes) time follows instruction count: aligned rows of 1,104 51 M
-//     instructions, 71 us; the funnel form with no edges and no weight shift
-//     66 M, 89 us; with both 92 M, 134 us: fewer instructions a row is the lead
-//     left to follow. Rows of at most 256 vectors a warp each (WARP_ROWS, 14eae52;
-//     1,033, 1,102, 1,537, 1,801, 2,047 and 2,050 halves, 20 rounds, the block
-//     form's time over it): H200 (…7307) 1.246-1.287 at 1,033 and 1,102 (67-70%
-//     -> 87-88% of a copy), 1.005-1.016 at the others (2 ahead, 6 ties); H100
-//     (…1879) 0.998-1.028 at the five it takes (5 ahead, 5 ties; it keeps the
-//     peeled kernels at 2,050). At 4,097 and 16,383 halves, not taken, the same rounds tie (0.994-
-//     1.012). Slots counted from the 512-byte group (slot_map, cbb5dca; 3,001,
-//     4,097, 6,001, 8,191, 10,001 and 16,383 halves, 20 rounds, the time before
-//     over after): H200 (…3266, fp16) 1.001-1.014; H100 (…8677) 0.995-1.015, ahead
-//     at 10,001, behind at bf16 16,383 (0.998 [0.995, 0.999]), the same peeled
-//     kernels in both at 4,097. 1,793 to 2,048 vectors as 256 x 8 rather than
-//     512 x 4 (98ac56c): H200 (…1884) 1.041 fp16, 1.057 bf16 at 16,383 halves; H100
-//     (…9315) 0.994 there and 0.969-0.981 at 14,501, so the H100 keeps 512 x 4;
-//     8 vectors at 64 and 128 threads took 0.862-0.886 at 4,097 and 8,191 (H200
-//     …1884), not kept. 16-bit rows off the boundary then measure 85-91% of a copy
-//     on an H200 (cbb5dca and 98ac56c at 3,001 to 16,383; 14eae52 below) and
-//     88-94% on an H100. What is left is the kernel's own cost, not the rows'
-//     offsets: forced onto aligned rows (H200 …3716, 10 rounds) it took 83.8% of a
-//     copy at 16,384 halves where the aligned kernel took 97.5%, 91.6% against
-//     97.4% at 4,096; under ncu (…3716, …6623) 50 M instructions against 30 M
-//     at 16,384, 737 against 457 a warp and row, its schedulers issuing in 71%
-//     of cycles against 48%. A plain copy of rows of 8,191 and 16,383 halves, a
-//     block a row with the same slots and edges, ran at 97-102% of the copy
-//     (…1648). One row a block (not persistent) with weight and bias from N
-//     shifted copies in global memory was slower still (probe, …7665): 78.9% and
-//     84.9% at 16,383 and 8,191 halves against this kernel's 84.2% and 88.0%.
-//     Chan's merge of all the threads at once (parts_norm) and every slot test but the
-//     last known at compile time, up to 7 vectors (12df025; 256 MiB, 20 rounds, the
-//     time before over after): H200 (…9725) 1.032-1.034 at 1,100 halves (87.3% ->
-//     90.1-90.6% of a copy), 1.017-1.020 at 4,097 (-> 91.8-91.9%), 1.029-1.036 at 8,191
-//     (-> 92.0-92.6%); H100 (…1476) 1.024-1.036 at 1,100, 1.017 at 8,191, ties at
-//     4,097, 1.007 / tie at 14,501 and ties at 16,383 (90.6-92.6% at those). Rows of 8
-//     vectors (2,047 halves a warp, 14,501 and 16,383 as 256 x 8 on an H200) keep the
-//     form before: in the new one they spilled (0.911-0.919 of its speed: 2,047 on an
-//     H100 …9513, 16,383 on an H200 …1677) and, with the slot tests kept, still took
-//     0.957-0.982 (…9725). Not kept: weight and bias copied into shared memory from
-//     16-byte loads (the element loop's waits took 5.5% of the warps' stall samples at
-//     fp16 16,383, …6623), 0.975-0.991 of 12df025's speed at 1,100 to 16,383 halves
-//     (H200 …5226). The persistent grid itself costs: the aligned kernel of 16-bit rows
-//     of 4,096 and 16,384 halves made persistent (probe, the same bits where the same
-//     shape) ran at 94.3-96.4% of a copy against 99.5-100.4% (H100 …4197) and
-//     93.4-93.7% against 97.5-98.6% (H200 …8520), where R rows a block (above) lost
-//     more. Most of it is that SMs stream at different speeds: with rows handed out by
-//     a counter in global memory (probe, the counter left at zero by the kernel), the
-//     SMs of an H100 did 26 to 38 rows of 16,384 halves each, and the probe ran at
-//     97.1-97.8% of a copy where the same kernel with each block's rows fixed ran at
-//     93.9-95.7% and the stage at 99.9-100.8% (H100 …1788, …7381; a cudaMemsetAsync
-//     of the counter before each launch cost 0.5-1.4 points of the copy). The first
-//     counter probe (95.5-96.3%, …0067, …2473) had timed a torch.zeros fill kernel with
-//     it. Groups of a block sharing its rows through a counter in shared memory did
-//     not help (92.6-96.0%, …7381): the spread is between SMs. This kernel with rows
-//     handed out by counters, one a row class (zeroed each launch, in memory from
-//     cudaMallocAsync), was not faster (H200 …2019, 20 rounds, the time before over
-//     after): ties at 4,097, 8,191 and 16,383 halves (1.002-1.016), 0.969-0.979 at
-//     3,001, 0.935 at fp16 10,001, and 0.67-0.84 with a counter a row and warp (1,100
-//     and 1,801 halves), so it keeps fixed rows. Staggered block starts did not help
-//     either (94.6-95.5%, …2473). Under ncu (H100 …2473, one launch each, 16,384
-//     halves) the persistent probe took 91.1 us against 86.9, with the same DRAM bytes
-//     and about the same instructions (30.4 M, 29.9 M). On an H200 (…8686) rows of
-//     1,793 to 2,048 vectors as 512 x 4 with parts_norm tied with 256 x 8 (0.991-1.011
-//     at 14,501 and 16,383 halves), so they stay 256 x 8. Rows off the boundary at
-//     lengths not measured before (H100 …1788, this kernel): fp16 / bf16 1,033 91.6 /
-//     92.1%, 1,537 91.6 / 90.9%, 1,801 89.4 / 89.9% of a copy.
-//     On a GPU like the H200, with weight and bias both given, the rows of blocks of
-//     128 and 256 threads take layernorm_offset_wb_kernel instead: no persistent grid,
-//     no shared-memory copy, weight and bias read a slot ahead at the row's offset,
-//     one reduction (moments_norm). Where it came from (H200s, 2026-11-28, 30 paired
-//     rounds, 256 MiB, book/results/probes/offboundary-h200.json): weight and bias
-//     absent took the stage's 16-bit kernels only 1.00-1.05 times as fast (the fp32
-//     funnel kernel 1.02-1.11, to 99.6-101.5% of a copy), so the shift alone is not
-//     what they lose to; one row a block with weight and bias read where they lie,
-//     0.98-1.09 of the shifted kernel's speed; with one reduction too, 0.92-1.11; and
-//     with the loads a slot ahead, 1.02-1.12 at all six cases (…2458). As kept, the
-//     shifted kernel's time over this one's: H200 …3340 (copy 3,943-3,980 GB/s) fp16
-//     4,097 1.049 (91.8% -> 95.8% of a copy), 6,001 1.115 (86.9 -> 96.6), 8,191 1.002,
-//     10,001 1.074 (89.6 -> 95.9), 12,289 1.123 (82.8 -> 92.8), 14,001 1.080 (88.0 ->
-//     94.5), 16,383 1.016 (88.1 -> 89.5); bf16 6,001 1.084 (87.0 -> 94.3), 10,001 1.066
-//     (89.3 -> 95.6), 16,383 1.029 (88.1 -> 90.5); H200 …8888 (copy 3,923-3,999 GB/s)
-//     5,001 1.098 fp16 (89.8 -> 98.1), 1.096 bf16 (89.7 -> 97.5), bf16 4,097 1.021
-//     (90.7 -> 92.6), bf16 12,289 1.093 (83.7 -> 91.1). Not taken: blocks of 64 threads
-//     (2,050 halves, 64 x 5, 1.002; 3,001, 64 x 6, 0.855 fp16 and 0.908 bf16), 128 x 7
-//     (fp16 7,001 0.986; with bias at its slot since, launch_shaped_block), bf16 x 7 (8
-//     bytes spilled). Accuracy the same as the shifted kernel's on rows plain, offset
-//     by 1e2 to 1e4 and with x[0] far: 0.22-0.24 of the 16-bit tolerance. Not measured
-//     on an H100, which keeps the shifted kernel.
-//     bf16 rows of 7 vectors a thread (128 x 7: 6,145 to 7,175 halves; 256 x 7: 12,289
-//     to 14,343) take the offset kernel with each slot's bias loaded at that slot
-//     (kBiasAhead; no spill, 79 registers). The shifted kernel's time over it (H200
-//     …7893, copy 3,915-3,966 GB/s, 30 paired rounds, 256 MiB): 14,001 1.058 (86.8% ->
-//     91.7% of a copy), 13,001 1.084 (84.2 -> 91.2), 12,601 1.045 (86.4 -> 90.2), 7,001
-//     1.037 (91.1 -> 93.7), 6,501 1.057 (89.0 -> 93.8), 6,201 1.028 (89.6 -> 92.2); with
-//     bias a slot ahead and 8 bytes spilled 1.041-1.079 (…0286, …0158, …7893), and held
-//     to 640 or 512 threads an SM so as not to spill, 0.78-1.02 (…8145).
-//     Rows of 4 and 6 vectors a thread (128 x 4 and 256 x 4: 3,081 to 4,103 and 7,177
-//     to 8,199 halves; 128 x 6 and 256 x 6: 5,129 to 6,151 and 10,249 to 12,295) read
-//     weight and bias in the next-lane form (kFromNextLane: one 16-byte load a vector,
-//     the rest shuffled from the next lane), fp16 rows of 4 with bias at its slot.
-//     Outputs bit for bit the pieces' form's. Its time over this form's (H200 …8082,
-//     copy 3,928-3,983 GB/s, 30 paired rounds, 256 MiB): fp16 4,097 1.014 (96.6% ->
-//     98.0% of a copy), 6,001 1.018 (97.7 -> 99.5), 8,191 1.030 (93.6 -> 96.3), 12,289
-//     1.024 (94.3 -> 96.9); bf16 4,097 1.022 (95.2 -> 97.6), 6,001 1.021 (95.2 -> 97.0),
-//     8,191 1.040 (91.4 -> 94.7), 12,289 1.028 (91.3 -> 93.6); the other shapes
-//     0.995-1.006. The form at 5, 7 and 8 vectors a thread, with bias a slot ahead or at
-//     its slot (…6008, …8671): 5, 0.924-1.009 (bf16 with bias ahead spilled); 7,
-//     0.970-1.015 (fp16 spilled); 8, 0.928-1.000. fp16 rows of 4 with bias ahead spilled
-//     16 bytes (0.981-0.983 at 4,097, 0.997-1.009 at 8,191).
-//     In that form the offset kernel also takes, in place of the shifted kernel, rows of
-//     161 to 256 vectors (1,288 to 2,055 halves; a warp a row at 6 to 8 vectors a lane
-//     there) as 64 x 3 and 64 x 4, and rows of 321 to 384 (2,568 to 3,079; 64 x 6 there)
-//     as 128 x 3 (launch_shaped). Forced first (H200 …7954, copy 3,942-3,962 GB/s), the
-//     shifted kernel's time over it: 64 x 3 1.002-1.005 at 1,300, 1.050-1.056 at 1,537;
-//     64 x 4 1.034-1.053 at 1,801, 1.063-1.078 at 2,047, 1.057-1.059 at 2,050; 128 x 3
-//     1.023-1.045 at 3,001, 0.991-0.993 at 2,500 (312 vectors, not taken); 64 x 6 at
-//     3,001 0.886-0.919 and 128 x 2 0.79-0.94 at 1,300 to 2,050 (not taken). As kept,
-//     against 7633efa (H200 …2207, copy 3,952-4,014 GB/s, 30 paired rounds, 256 MiB):
-//     fp16 / bf16 1,300 1.002 / 0.998, 1,400 1.005 / 1.003, 1,537 1.058 / 1.053 (87.2 /
-//     88.3% -> 92.0 / 93.1% of a copy), 1,700 1.080 / 1.067 (-> 95.5 / 94.5), 1,801 1.045
-//     / 1.024, 2,047 1.074 / 1.074 (-> 97.0 / 96.6), 2,050 1.058 / 1.055, 2,055 1.047 /
-//     1.032, 2,700 1.037 / 1.033, 3,001 1.046 / 1.047 (88.3 / 88.6 -> 92.1 / 92.5), 3,079
-//     1.027 / 1.031; unchanged shapes 0.992-1.005. Accuracy 0.24 of the 16-bit tolerance
-//     at most, as the shifted kernel's. Not measured on an H100, which keeps the shifted
-//     kernel.
-//   Many fp32 rows off the vector boundary that move more than the L2, of 129 to
-//     4,096 vectors, for Welford, weight and bias 16-byte aligned: one row a
-//     block (layernorm_funnel_wb_kernel, shaped as launch_shaped), each body
-//     vector's weight and bias taken from two aligned vectors, where the peeled
-//     kernels below read them an element at a time. On an H100 not where nvec is
-//     a power of two (as for 16-bit rows: 4,097 floats, 1,024 vectors, measured
-//     0.986 [0.982, 0.996] of the peeled kernels' speed there). 256 MiB, 20 paired
-//     rounds, 10 lengths from 1,102 to 16,383 columns (code 17c52a4), the peeled
-//     kernels' time over this one's: H200 (…4010) 1.014-1.300, 9 ahead, a tie at
-//     2,050, 72-94% -> 84-96% of a copy; H100 (…1065) 1.000-1.098 at the 9 lengths
-//     it takes, 7 ahead, ties at 1,537 and 2,050, 89-98% -> 94-98%. Still short
-//     of 95% on the H200 at every length but 2,050 (94.3-94.9% at 1,537, 3,001
-//     and 6,001; 84-92% at 1,102, 4,097 and 8,191 to 16,383), on the H100 at
-//     16,383 (93.6%). A first fp32 form of the shared-memory kernel above
-//     measured 0.92-1.23 of the peeled kernels' speed. Slots counted from the
-//     512-byte group (slot_map, cbb5dca; 3,001, 4,097, 6,001, 8,191, 10,001 and
-//     16,383 floats, 20 rounds, the time before over after): H200 (…3266)
-//     1.013-1.049 (4 ahead, 2 ties), 86.9-97.0% of a copy (95% or more at 3,001
-//     and 6,001); H100 (…8677) 1.011-1.022 at the 5 it takes, all ahead, 95.7-99.4%
-//     (4,097, the same peeled kernels in both builds there, 1.004 [1.001, 1.008]).
-//     Chan's merge of all the threads at once (parts_norm, 12df025; 1,102, 3,001,
-//     8,191, 12,289 and 16,383 floats, 20 rounds, the time before over after):
-//     H200 (…9725) 1.020 at 12,289 (90.0% -> 91.9%), 1.024 at 16,383 (86.7% ->
-//     88.9%), ties at the others (95.0-98.1%); H100 (…1476) 1.006-1.009 at
-//     1,102, 8,191 and 16,383, ties at 3,001 and 12,289, 96.4-99.7%. H200 (…2180):
-//     1.028 at 10,001 (90.6% -> 93.4%), 1.008 at 6,001, a tie at 4,097, but 0.927
-//     at 2,050 (128 x 4, 96.9% -> 90.5%), so blocks of 64 and 128 threads keep the
-//     pairwise form (kPairwise in the kernel). Under ncu (H200 …9082, one launch
-//     each) this kernel ran 16,383 floats in 70.3 us with 22.5 M instructions where
-//     the aligned kernel ran 16,384 in 63.3 us with 12.6 M (12,289: 68.1 us, 24.9 M;
-//     12,288: 63.5 us, 13.2 M); its loads waited longer (long scoreboard). A slot
-//     then tested weight and bias for null and, in 64 bits, whether the next vector
-//     lies in weight. With no null test where both are there (BOTH) and the part
-//     past weight's end read only for the elements used (ababef3, about half the
-//     machine code where both are there; 20 rounds, the time before over after): H200
-//     (…8686) 1.027-1.031 at 2,050 (96.5% -> 98.5-98.9%), 1.010-1.011 at 4,097
-//     (94.3% -> 95.3-95.4%), ties at 9,001, 10,001, 12,289 and 16,383 (88-94%); H100
-//     (…3325) ties at 1,102, 2,050, 4,097, 10,001 and 16,383, 0.994 [0.990, 0.998] at
-//     9,001 (99.2% -> 98.5%); 95.6-98.5% at all six. The same with the test in 32 bits
-//     on vector indices, known at compile time for all slots but the last two, took
-//     0.855-0.970 at 9,001 and 10,001 (H200 …9400, H100 …0737): ptxas put the last
-//     slot's load of x in blocks of 256 and 512 x 5 vectors behind part of the
-//     statistics. fp32 at 1,537 (H100 …1788, before ababef3): 98.7% of a copy.
-//     In blocks of 256 threads and more, vector j + 1 of weight and bias from the
-//     next lane (shuffles), a second load only in the lanes whose next lane does
-//     not hold it (c8bccb3; 20 rounds, the time before over after): H200 (…2528)
-//     1.019 at 12,289 (92.4% -> 94.1%) and 16,383 (88.9% -> 90.2%), ties at 1,102,
-//     2,050, 3,001, 4,097, 6,001, 9,001 and 10,001 (1.011 [1.000, 1.023] and 1.012
-//     [0.998, 1.024] at the last two); H100 (…1136) ties at the same nine (0.996-
-//     1.006), 95.2-100.2%. The same shuffles in every block size, earlier: H200
-//     (…4681) 1.015 at 12,289 and 1.019 at 16,383; H200 (…3808) 1.018 at 10,001
-//     (94.0% -> 95.3%), a tie at 16,383, 0.983-0.993 at 2,050 and 3,001 (128
-//     threads; intervals up to 1.000-1.001); H100 (…2370) 0.984 [0.979, 0.996] at
-//     3,001 (128 x 6), 1.012 at 1,102, ties elsewhere. So blocks of 64 and 128
-//     threads keep two loads (kFromNextLane).
-//     The next slot's weight and bias loaded before this slot's store spilled 16
-//     to 68 bytes in every shape of 256 and 512 threads at 64 registers. In the present
-//     form (the next lane's shuffles) it spills at 6 to 8 vectors a thread only, and
-//     took 0.954-1.006 of this form's speed at 2,050 to 16,383 floats; weight alone a
-//     slot ahead (no spill) 0.933-1.008 (H200 …3733, 30 paired rounds, book/results.md).
-//     Weight and bias in plain loads, left to the compiler (8 to 108 bytes spilled),
-//     took 0.952-0.977 of this form's speed at 9,001 to 16,383 floats and 1.013 at
-//     4,097 (H200 …2013, 20 rounds), with y in plain stores too 0.929-0.961 at 9,001
-//     to 16,383; so both stay in program order.
-//     On a GPU like the H200, rows of 961 to 1,024 vectors (3,844 to 4,099 floats)
-//     take 256 x 4 rather than 128 x 8 (launch_shaped_block), in the form with the
-//     next lane's shuffles. 30 paired rounds, 256 MiB, 128 x 8's time over 256 x 4's
-//     (H200s, 2026-11-28, book/results/probes/offboundary-h200.json): …6341 (copy
-//     3,958-4,003 GB/s) 1.034 at 4,097; …6833 (3,946-4,004 GB/s) 1.018 at 4,001,
-//     1.041-1.042 at 4,097 and 1.035-1.043 at 4,099 (94.3-94.8% -> 97.5-98.3% of a
-//     copy), 1.002 at 3,801, 0.979 at 3,601 (900 vectors: fewer, so 128 x 8 stays);
-//     as built (…9229, 3,919-3,999 GB/s) 1.045 at 4,097 (94.9% -> 98.7%), 1.038 at
-//     4,099 (95.0% -> 98.7%), 1.003 at 3,901 and 1.009 [0.999, 1.023] at 4,001, with
-//     3,601 and 3,801 (not changed) at 1.006-1.007. 256 x 4 in place of 128 x 7 lost
-//     (0.934 at 3,077, 0.993 at 3,500). Not measured on an H100, which keeps 128 x 8.
-//   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers.
-//     Many rows (>= kManyRows) of 257 to 2,048 aligned vectors (fp32 1,028 to
-//     4,096 columns, fp16/bf16 2,056 to 16,384): two rows per block of 128, 256
-//     or 512 threads x 4 vectors, sharing each weight and bias load; fp32 rows
-//     of 1,025 to 2,048 vectors a block each, three per SM (kDenseFp32;
-//     layernorm_row_pair_kernel has the numbers).
-//     Otherwise one block per row: about 4 vectors per thread (64 to 512
-//     threads), 8 at 512 threads. 4 vectors a thread keep the slice in float
-//     registers (kFloatRow), which wins (H200, 4,096 columns: fp16 97% against
-//     92%, bf16 94% against 90%, one row per block).
-//     At 16,384 columns an H200 got 93-94% of a copy (an H100 96-97%), and
-//     weight and bias are what is left: the same kernels without them reach
-//     96-100% (H200; measured, not shipped). Loading them early in a lean kernel
-//     of 512 x 4 (16-bit) or 512 x 8 (fp32) that holds them (affine_row) lifted
-//     bf16 to 96-97% on an H200 and every dtype to 97.5-99% on an H100, but fp16
-//     and fp32 stayed at 93-94% on the H200; fp32 there now takes two blocks per
-//     SM with them late (affine_row's kLate), 93.4-95.4%; fp16 and bf16 take
-//     them late in program order (kInOrder), 95.7-97.3% and 94.8-96.2%. At 1 GiB the same
-//     kernels reach 96-98% on the H200: at 256 MiB a row of 32-64 KB per block
-//     leaves only 8-16 waves, and the first and last of them count. Not kept
-//     either (H200, same rounds, time before over after): a bulk prefetch into
-//     L2 (cp.async.bulk.prefetch.L2, or prefetch.global.L2 per line) of the row
-//     a block half a wave, a wave or two waves later takes: 0.96-1.01,
-//     0.81-0.93 and 0.75-0.78 (rows of 1,024 to 16,384); x loaded past L1
-//     (L1::no_allocate, or evict_first with evict_last for weight and bias) or
-//     the L1 given all the shared memory's share (carveout 0): 0.86-1.01 (fp32
-//     rows of 4,096 to 16,384). fp16 spends more of the FP32 pipe than bf16 (a
-//     512 x 4 row: 480 instructions a thread, 99 of them HADD2.F32 conversions,
-//     where bf16 converts with integer shifts), but 4 fewer FP32 instructions a
-//     vector (pack_welford's squares summed in pairs, fmaf(a, a, b * b)) tied:
-//     1.000-1.004 (H200, rows of 128 to 16,384). Also not it: a third of the row or
-//     more in shared memory (cp.async, no registers) so that 3 or 4 blocks fit
-//     per SM: H200, 256 MiB, same rounds, 92.6 -> 90.4-92.5 (fp32), 94.4 ->
-//     90.5-92.5 (fp16). Nor a row split over a cluster of 2 to 8 blocks of 128
-//     to 512 threads x 2 or 4 vectors (weight and bias early, the statistics
-//     merged through distributed shared memory behind one cluster barrier), so
-//     that more and smaller blocks share each SM: H200, same rounds, fp32 94.5
-//     -> 70-85, fp16 93.9 -> 57-75, bf16 96.3 -> 46-71; at 4,096 and 8,192
-//     columns 40-86 against 96-98. Earlier, with the row in registers and nothing
-//     early: prefetching weight and bias to L1 or L2, staging the
-//     first slots in shared memory with cp.async, keeping x out of L1, or
-//     512 x 4 halves with early weight and bias were each 1-13 points slower;
-//     so were resident blocks (one per SM, weight and bias loaded once per
-//     launch, the next row's loads issued before the current row's reduction):
-//     fp16 75%, fp32 86% (H200). Neither did a ring of 3 to 6 rows a block in
-//     shared memory, each row brought in by one bulk copy (cp.async.bulk and an
-//     mbarrier; one block of 256 to 1,024 threads per SM looping over rows, so
-//     that the copy engine keeps the next rows in flight through each
-//     reduction): H200, same rounds, fp16 83-88%, bf16 86-89%, fp32 86-92%,
-//     against 93, 93 and 92%. Nor other 16-bit block shapes (see
-//     layernorm_row_pair_kernel). Rows that fill whole waves
-//     (4,224 fp16 rows: 8 waves of 264 two-row blocks) took 92.0% against
-//     92.5% for 4,096 rows: the last wave is not it. Nor does holding back
-//     half of the first wave (the blocks on each SM's second slot, or the odd
-//     ones) by 2,000-8,000 clocks, so that loads and reductions interleave
-//     from the start: H200,
-//     % of a copy in the same rounds, this -> held back: fp16 93.2 -> 91.9-94.0,
-//     bf16 92.4 -> 91.2-93.0, fp32 92.5 -> 92.5-93.1, within the rounds' spread
-//     (3-4%); without weight and bias, the same rounds: 94.3-95.1.
-//     Under ncu (H200, fp16 x 16,384, one row per block of 256 x 8) the weight
-//     and bias loads hit L1 (48% of L1 sectors hit, all but x's), L2 reads 3%
-//     more than the copy's bytes, and the SMs issue on 56% of their cycles:
-//     neither L2 nor instruction issue is full, and what is left is not found.
-//     A grid of only the resident blocks, each looping over rows (or row pairs)
-//     in turn, evenly or not, so that no last wave runs alone, lost 4-10 points
-//     (H200, 256 MiB, % of a copy in the same rounds, a block per row or row pair
-//     -> resident blocks: fp16 16,384 92.0 -> 83-84, fp32 16,384 92.6 -> 89, fp16
-//     8,192 95.0 -> 88-89, fp32 4,096 97.1 -> 91; 1 GiB fp16 16,384 96.0 ->
-//     87-89), likely because blocks that start together stay in step. In the
-//     same rounds the kernel without weight and bias took 94.2 and the one-pass
-//     method 93.4 (fp16 16,384).
-//     Later (2026-11-24, H200, 256 MiB, 40 rounds, fp32 16,384 in kLate; each
-//     variant's time over the kernel's, also at 1 GiB): x loaded with
-//     L1::no_allocate or L1::evict_first, with or without weight and bias
-//     L1::evict_last, or with an L2 evict_first policy: 1.028-1.050; weight and
-//     bias L1::evict_last alone, or the L1 given all the shared memory's share:
-//     0.998-1.006; y stored st.global.cs or with an L2 evict_first policy:
-//     1.015-1.025 (bf16 0.993-0.998); the first wave's start spread over 2-8 us
-//     (__nanosleep) or half of it held back 1-4 us: 0.993-1.018. Under ncu the
-//     weight and bias come mostly from L1 (L2 reads 8% above x's bytes), the L2
-//     is 87-88% busy, DRAM 76-78%. A timeline of the blocks (%globaltimer at
-//     each block's start and end, 2,048 rows): the first wave (264 blocks, two
-//     per SM) ends at 8-9.5 us where a later block takes 7.5, and the last
-//     blocks drain over 6 us (264 blocks in flight, then 220, 192, 126, 80, 36,
-//     9 in successive microseconds); rows half as long (bf16 16,384, fp32 8,192)
-//     drain in 3-3.5 us. That drain is about a block's lifetime: the bytes an SM
-//     holds (two rows of 64 KB) over its share of the bandwidth, however the row
-//     is cut into blocks, which is why shorter rows get closer to the copy.
-//     Also not it (2026-11-24, six more H200s, 256 MiB unless 1 GiB is named,
-//     30-40 rounds, rows of 16,384; each variant's time over the kernel's, fp16 /
-//     bf16 / fp32 where all were run):
-//     - Resident blocks that keep the next rows' x in flight through this
-//       row's reduction (one block of 1,024 x 2 per SM, x with or without the
-//       L2 policy, one to three rows ahead; or 512 x 4, two per SM, one row
-//       ahead, which spills): 1.09-1.48 (16-bit). Two rows ahead without the
-//       policy was the best of them; starting the blocks up to 1.75-7 us apart
-//       (__nanosleep) moved it 1.05-1.12, and one block of 512 x 4 per SM, two
-//       or three rows ahead, took 1.20-1.24. Nor two such blocks of 512 x 4 per
-//       SM, each copying its next row into shared memory (cp.async, no
-//       registers) while this row reduces, with or without x's policy, the grid
-//       balanced to equal rows a block or not: 1.09-1.13 at 256 MiB, 1.08-1.11
-//       at 1 GiB (the same bits as the kernel's output).
-//     - x's load hints (fp16 / bf16 / fp32): no policy 1.007-1.018; the policy
-//       with L2::256B 1.005-1.016, or L2::128B 0.998-1.004; L2::256B alone
-//       1.020-1.028; the policy on half the lines (fraction 0.5) 1.014-1.024; the
-//       policy on ld.global.nc 0.998-1.004.
-//     - y stored with an L2 policy (x's kept): evict_last 0.991-1.001 (fp32
-//       1.000, 1.000), evict_last on half the lines 0.998-1.006, evict_unchanged
-//       1.000-1.016, evict_normal 1.004-1.017. Gaps under 1% are at the edge of
-//       what the bench resolves (kernelbook.bench), so none was taken.
-//     - A row split over a cluster of 2 or 4 blocks (16 or 8 KB of the row a
-//       block at 16-bit, 32 or 16 KB at fp32, 2 or 4 blocks per SM, statistics
-//       exchanged through distributed shared memory behind one cluster
-//       barrier): 16-bit 1.28-1.61, fp32 1.12-1.34. The same kernel with a
-//       cluster of one block (so no partner, but the cluster launch and its
-//       barriers) took 1.30-1.31 (16-bit) and 1.15-1.16 (fp32), so most of that
-//       loss comes from the cluster itself, not from splitting the row.
-//     - One block per SM of 1,024 threads: fp32 x 4 (64 KB, weight and bias
-//       late) 1.044-1.045; 16-bit x 2 (32 KB) 1.45-1.47.
-//     In those runs the kernel measured fp16 96.5-97.5% of the copy, bf16
-//     96.3-97.2% and fp32 94.9-95.8% (copy 4,023-4,104 GB/s).
-//     What is left is fixed, not a rate. On a seventh H200, in one run, 1 GiB and
-//     256 MiB (rows of 16,384; 30 rounds each): fp16 253.7-254.0 us (100.4-100.7%
-//     of the copy, 4,203-4,210 GB/s) and 68.5 us (97.4-97.6%, 4,018-4,027 GB/s);
-//     fp32 255.4 us (100.5%) and 69.3 us (96.6%). A line through the two sizes
-//     gives this kernel 61.8 us per 256 MiB and 6.7 us per launch at fp16 (fp32
-//     62.1 and 7.2), and the copy 62.8 and 3.9 (fp32 63.3 and 3.5). Its steady
-//     state is a little faster than the copy (x's L2 policy, which speeds a copy
-//     on an H200 too: kernelbook.bench), and its ends cost 2.8-3.7 us more than
-//     the copy's, where 5% of a 256 MiB copy is 3.3 us. The resident blocks
-//     above stayed 1.08-1.20 behind at 1 GiB: their loss is in the steady
-//     state, not at the ends.
-//     Which end: the start (2026-11-24, four runs on H200s, two of them
-//     …7087 and …7509, the others' serials not recorded). A timeline of the
-//     kernels as they are now (%globaltimer at each block's start, after its
-//     statistics and at its end; the copy's blocks stamped too; a block's bytes
-//     counted as done at its end): the first 10% of the bytes end 1.6-3.6 us
-//     later than the copy's, against the steady rate of each (3.0-3.4 in 10 of
-//     13 cases), and the last 10% take about as long as the copy's (1.5 us less
-//     to 0.2 us more). The blocks in flight dwindle over the last 5 us (fp32),
-//     but the bytes keep ending at the rate. At the start the waves run in step: fp16,
-//     the 264 first blocks get their statistics at 2.5-4.5 us, all end at
-//     5.0-5.5 us and the second wave starts at 6.0, together again (fp32:
-//     statistics at 4-6.5 us, all ending at 10.5); the waves spread only after
-//     a few rounds. The stamps cost time themselves (the timeline's address is
-//     one more load at each block's start): that kernel took 1.039 / 1.042 /
-//     1.056 times as long as this one (fp16 / fp32 / bf16), so the times are
-//     its own; the shape of the start is what they show.
-//     Tried against that start, each variant's time over this kernel's in the
-//     same rounds (H200, 256 MiB, 40 rounds, fp16 / fp32 / bf16), none taken:
-//     - weight and bias prefetched into the L2 at the start, split over the
-//       first 8 blocks (prefetch.global.L2, with or without evict_last):
-//       1.001-1.003 / 1.001-1.002 / 1.007-1.009;
-//     - x loaded with L1::no_allocate: 1.008 / 1.042 / 1.007; with the
-//       prefetch too: 1.000-1.004 / 1.005-1.015 / 1.010. Under ncu the weight
-//       and bias already come from L1: 8.31 M of 12.78 M load sectors hit it
-//       at fp16, where weight and bias are 8.39 M (fp32 7.87 of 12.68 M, 8.45 M);
-//     - (another run) each block prefetching the row one wave ahead (its row
-//       plus the resident blocks: a row of the next wave) into the L2: right
-//       after its own loads 1.040 / 1.307 / 1.049 (without evict_last 1.135 /
-//       1.319 / 1.138), after its statistics 1.009 / 1.140 / 1.013 (1 GiB: fp16
-//       1.000, fp32 1.125), half a wave ahead 0.997 / 1.064 / 1.004, two waves
-//       ahead 1.34-1.36.
-//       These three were built as one probe kernel with run-time switches; with
-//       every switch off it took 1.005-1.035 times as long as this kernel in the
-//       same rounds, so each was measured against this kernel, not against the
-//       probe. In those rounds this kernel ran at fp16 96.2, 96.8, fp32 96.4,
-//       97.0 and bf16 97.0, 97.3% of the copy (4,043-4,127 GB/s), and at 1 GiB at
-//       fp16 99.7% and fp32 100.2% (4,215-4,251 GB/s); in a run with the
-//       timeline 95.7 / 97.3 / 97.0% (4,006-4,084 GB/s).
-//     - (on …9557) weight and bias prefetched into L1
-//       (prefetch.global.L1, each thread its own vectors) by every block right
-//       after its x loads: 1.155 / 1.035 / 1.154 (1 GiB: fp16 1.189, fp32
-//       1.021); before them 1.170 / 1.090 / 1.167; by the first wave's blocks
-//       only 1.023 / 1.035 / 1.017. Built as template variants, whose default
-//       is this kernel's code: that default took 0.999-1.002 of its time. This
-//       kernel ran at 97.9 / 96.5 / 96.6% of the copy there (4,001-4,058 GB/s),
-//       and at 1 GiB 99.3% (fp16) and 100.5% (fp32).
-//     - (on …2739, template variants as above, default 1.000-1.002) weight and
-//       bias read once with plain loads (values unused), so that the later
-//       loads hit L1: by the first wave's 264 blocks right after their x loads
-//       1.026 / 1.038 / 1.007, before them 0.998 / 1.038 / 1.006, by every
-//       block 1.006 / 1.018 / 0.995; the first wave's 16-bit blocks loading them
-//       with x (kEarly) 1.015 / - / 1.030. At 1 GiB the first of these took
-//       1.020 (fp16) and 1.025 (fp32), the last 1.009 (fp16): a loss that grows
-//       with the rows (fp16 1.7 us at 256 MiB, 5.1 us at 1 GiB) is in every
-//       block's code, not in the first wave's work. This kernel ran at 95.9 /
-//       97.1 / 96.1% of the copy there (4,011-4,095 GB/s), and at 1 GiB 99.6%
-//       (fp16) and 100.3% (fp32; 4,215-4,230 GB/s).
-//     - (on …6877, template variants as above, default 1.000-1.002) the first
-//       wave's blocks each bringing the row that its block of the next wave
-//       takes into the L2 (cp.async.bulk.prefetch.L2, one thread a block), so
-//       that the memory has reads queued while the first wave reduces: at the
-//       block's start 1.017 / 1.037 / 1.016 (1 GiB: fp16 1.005, fp32 1.017),
-//       after its x loads 1.024 / 1.038 / 1.016, two waves' rows 1.067 / 1.073 /
-//       1.072, by the first 132 blocks only 1.007 / 1.016 / 1.005; the test
-//       alone, never taken, 0.995-1.006. fp16 lost 1.3 us at both sizes: the
-//       reads ahead delay the first wave more than they save the second, no sign
-//       of memory left idle while the first wave reduces. This kernel ran at
-//       98.4 / 95.6 / 97.6% of the copy there (4,033-4,110 GB/s), at 1 GiB
-//       99.6% (fp16) and 100.5% (fp32; 4,228-4,251 GB/s).
-//     - (on …8851, same kind of variants, default 0.996-1.003) x's evict_last
-//       policy left off the last rows, so that more of y's last lines, not x's,
-//       are still in the L2 at the end, as a copy leaves them (the bench
-//       flushes the L2 with dirty lines; see kernelbook.bench): the rows whose x
-//       is the L2's size plain (evict_normal) 1.014 / 1.018 / 1.018 (1 GiB:
-//       fp16 1.012, fp32 1.006), half of it 1.008 / 1.009 / 1.016 (1 GiB 1.012,
-//       1.002), twice it 1.019 / 1.025 / 1.027; evict_first instead, the L2's
-//       size 1.014 / 1.024 / 1.021, half of it 1.007 / 1.010 / 1.013; the
-//       policy picked per block but evict_last for all 0.999-1.003. The policy
-//       pays even in the last rows: the launch does not lose by the output it
-//       leaves out of the L2 at its end. This kernel ran at 97.0 / 97.1 / 96.9%
-//       of the copy there (4,055-4,081 GB/s), at 1 GiB 99.7% (fp16) and 100.2%
-//       (fp32; 4,229-4,251 GB/s).
-//     Where a launch's extra time goes (2026-11-25, H200s …3629, …1739 and
-//     …6679, copy 4,026-4,111 GB/s; fp16 and fp32 rows of 16,384 at 256 MiB and
-//     1 GiB, 40 and 20 rounds; a line through the two sizes as above, each
-//     contender's us a launch): the copy 2.5-4.6; a copy by rows in this
-//     kernel's shape (a row a block of 512 threads, two blocks per SM, x with
-//     its L2 policy, the row held in registers) 4.4-4.9, with a block barrier
-//     between its loads and stores 4.5-4.9, with a block sum there 4.3-5.3;
-//     this kernel with weight 1 and bias 0 as constants (its statistics, no
-//     weight and bias loads) 5.1-5.7; with its weight and bias loads kept but
-//     all within 2 KB 5.9-6.5; this kernel 6.4-7.1. Each streams at 61.2-63.0
-//     us per 256 MiB (the copy 62.1-63.0), so all of the gap is in those
-//     per-launch times. Run by run, over the copy, a row a block costs 0.2-1.9
-//     us, the statistics 0.1-1.2 more, and weight and bias 0.8-1.7 more, about
-//     half of it their loads and half their bytes: every SM needs all of them,
-//     64 KB at fp16 and 128 at fp32, which over 132 SMs is as many bytes as
-//     the first wave's x. Each time comes from two medians, so these split the
-//     gap only to about half a microsecond. At 256 MiB the copies by rows ran
-//     at 97.8-101.0% of the copy, this kernel without weight and bias loads at
-//     96.3-98.9%, and this kernel at 95.7-97.4%. A copy by rows writing x * w
-//     + b took 7.0 (fp16) and 7.2 (fp32) with weight and bias loaded with x,
-//     and with them loaded in order after a block sum, as here, 7.6 and 12.9
-//     and it streamed slower too (88.0 and 86.4% of the copy at 256 MiB).
-//     Against the loads' share (on …8215, template variants, default
-//     1.000-1.001, 40 rounds, fp16 / fp32 / bf16): the first vector of weight
-//     and bias loaded before the reduction, so that its trip to memory
-//     overlaps the statistics (at most 64 registers, no spill), 0.998 / 1.000
-//     / 0.995 (1 GiB: fp16 0.993, fp32 0.998); the first two, 0.996 / 1.000 /
-//     0.998 (0.999, 1.002). Under 1%, at the edge of what the bench resolves:
-//     not taken.
-//     This kernel ran at 97.0 / 97.1 / 96.3% of the copy there (4,011-4,051
-//     GB/s), at 1 GiB 99.6% (fp16) and 100.0% (fp32; 4,218-4,225 GB/s);
-//     torch.compile's time over it 1.038-1.275, Liger's 1.109-1.594.
-//     Against the statistics' share (on …6370, 2026-11-25, template variants,
-//     default 0.998-1.003, 40 rounds, fp16 / bf16 / fp32; each variant's time over
-//     this kernel's): leaner leaves, each checked against float64 on rows offset
-//     by -50 to 1,234 (constant rows included), with no error over 1.25 times this
-//     kernel's. The mean of a vector's raw values with the shift subtracted from
-//     it alone 1.000 / 0.992 / 0.998; that and the squares summed in pairs by fma
-//     (close to the leaner leaf of kInOrder's notes) 1.003 / 0.989 / 0.994; one
-//     two-pass leaf over a thread's whole slice 1.003 / 0.994 / 0.992; at 1 GiB
-//     0.997-1.003. Nothing for fp16 and under 1.2% for the others, where the
-//     earlier run had fp16 1% ahead and bf16 0.8% behind: within what the bench
-//     resolves, not taken.
-//     This kernel ran at 97.4 / 96.5 / 96.4% of the copy there (4,020-4,034
-//     GB/s), at 1 GiB 99.5% (fp16) and 99.4% (bf16; 4,221-4,241 GB/s).
+// Picks the kernel for rows of `cols` elements moved N at a time (nvec vectors), in
+// this order (the header's "Paths" and "Row lengths" say what each kernel does):
+//   Few rows (<= kFewRows, one wave) of more than kFewRowsMinVectors aligned vectors:
+//     the launch's time is latency, so one block a row and the row spread thin (32 to
+//     512 threads of one vector, 512 x 2, and 1,024 x 2 for 1,025 to 2,048 vectors when
+//     each row gets an SM of its own), weight and bias loaded with x, so that the launch
+//     waits on memory once.
+//   Many aligned rows with weight and bias at the lengths affine_row names: x, weight
+//     and bias loaded at once. Past the L2, aligned lengths between the powers of two
+//     (129 to 2,047 16-bit or 4,095 fp32 vectors) take kernels shaped to the row
+//     (launch_shaped).
+//   Many rows off the vector boundary past the L2 (16-bit from 128 vectors, fp32 from
+//     129 with weight and bias aligned, to 2,048 and 4,096; on an H100 not at a power of
+//     two): shaped to the row too, 16-bit rows in layernorm_shifted_wb_kernel or, on a
+//     GPU like the H200 with weight and bias given, layernorm_offset_wb_kernel; fp32 rows
+//     in layernorm_funnel_wb_kernel.
+//   nvec <= 128: G lanes a row, the fewest (at least 4, 16 when peeled) that leave each
+//     lane at most kWarpPathVpt vectors (2 for fp32, 4 otherwise), then 32 lanes x 4;
+//     many aligned rows of 1 to 4 vectors one lane a row (1 or 2 vectors) or two.
+//   nvec <= 4,096 (16,384 floats, 32,768 halves): the row stays in registers. Many rows
+//     (>= kManyRows) of 257 to 2,048 aligned vectors two rows a block of 128, 256 or 512
+//     threads x 4 vectors, sharing each weight and bias load (fp32 rows of 1,025 to
+//     2,048 vectors a block each, kDenseFp32); otherwise one block a row, 64 to 512
+//     threads x 4 vectors, then 512 x 8.
 //   The scalar path (one element a slot) goes on to 512 threads x 16 or 32.
-//   nvec <= 8,192 (16-byte vectors): one block per row of 1,024 threads x 8,
-//     64 registers, one block per SM. H200, 256 MiB, % of a copy in the same
-//     rounds, streaming -> this (torch.compile): fp16 65,536 columns 68.4 ->
-//     76.4 (54.7), bf16 65,536 67.6 -> 75.0 (53.3), fp32 32,768 74.9 -> 81.3
-//     (79.0), fp16 40,000 70.4 -> 72.9 (53.6); H100 fp16 65,536 78.3 -> 88.0
-//     (61.7), fp32 32,768 80.2 -> 92.3 (89.9), bf16 65,536 78.5 -> 85% with
-//     rounds spread 10-14% (one block per SM: see chapter 08's Fit::kWide).
-//     512 x 16 vectors (128 registers a thread, one block per SM) had measured
-//     52% at 65,536 halves.
+//   nvec <= 8,192 (16-byte vectors): one block a row of 1,024 threads x 8, one block
+//     per SM.
 //   longer: streaming.
+// Why each choice, with the measurements behind it and the forms that lost:
+// book/layernorm-notes.md, section launch_rows.
 template <typename T, int N, bool PEEL>
 cudaError_t launch_rows(const Launch<T>& l) {
   const int64_t nvec = l.cols / N;  // a row's body has at most this many vectors
