@@ -2,6 +2,9 @@
 constant rows, NaN rows, optional weight and bias, and the one-pass formula
 failing where the chapter says it fails. Skipped without a GPU."""
 
+import math
+import random
+
 import pytest
 import torch
 
@@ -417,3 +420,68 @@ def test_rows_whose_first_element_is_far_from_the_rest(ops, dtype):
         x = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[1:].view(rows, cols)
         x.copy_(far_first_rows(rows, cols, dtype))
         check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}, one element in, out at {out_start}", out_start)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_random_cases_against_float64(ops, dtype):
+    # Drawn afresh every run; a failure names the seed and the case. Row lengths: half
+    # 1,024 to 16,384, a quarter shorter, a quarter up to 70,000. Rows: enough to move
+    # more than the L2 (where the kernels shaped to the row, on and off the vector
+    # boundary, take over) or 1 to 3,000. x and out 0 to 7 elements into their buffers,
+    # out at x's offset or not; weight and bias each aligned, 1 to 7 elements in, or
+    # absent. Values N(0, s^2) plus up to 1e4 (fp32) or 100; some fp32 rows with x[0]
+    # far from the rest (the stage only: two-pass keeps the shift's limit), a constant
+    # row (its output must be the bias) and a NaN row (the others untouched).
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    esize, l2 = dtype.itemsize, bench.l2_bytes()
+
+    def log_uniform(lo, hi):
+        return int(math.exp(rng.uniform(math.log(lo), math.log(hi + 1))))
+
+    def placed(shape, start):  # a NaN-filled buffer and the view `start` elements into it
+        buf = torch.full((math.prod(shape) + start + 8,), math.nan, device="cuda", dtype=dtype)
+        return buf, buf[start:start + math.prod(shape)].view(shape)
+
+    for _ in range(24):
+        u = rng.random()
+        cols = log_uniform(1024, 16384) if u < 0.5 else log_uniform(1, 1023) if u < 0.75 else log_uniform(16385, 70000)
+        rows = l2 // (2 * esize * cols) + rng.randint(1, 300) if rng.random() < 0.6 else log_uniform(1, 3000)
+        rows = max(1, min(rows, 2**25 // cols))
+        method = rng.choice(STABLE)
+        x_at = rng.randint(0, 7)
+        out_at = x_at if rng.random() < 0.6 else rng.randint(0, 7)
+        shift = rng.choice([0.0, 1e2, 1e3, 1e4] if dtype == torch.float32 else [0.0, 10.0, 100.0])
+        scale = rng.choice([0.01, 1.0, 100.0])
+        x = torch.randn(rows, cols, device="cuda", generator=gen) * scale + shift
+        far = dtype == torch.float32 and method == STAGE.variant("welford") and rng.random() < 0.3
+        if far:
+            x[::3, 0] = shift + scale * rng.choice([-1.0, 1.0]) * 10 ** rng.uniform(2, 4)
+        const_row, nan_row = rng.randrange(rows), rng.randrange(rows)
+        x[const_row] = shift + 1.25
+        x[nan_row, rng.randrange(cols)] = math.nan
+        keep = torch.ones(rows, dtype=torch.bool, device="cuda")
+        keep[nan_row] = False
+        x = placed(x.shape, x_at)[1].copy_(x)
+        params = {}
+        for name, values in (("weight", torch.rand(cols, device="cuda", generator=gen) + 0.5),
+                             ("bias", torch.randn(cols, device="cuda", generator=gen))):
+            v = rng.random()
+            params[name] = None if v < 0.15 else placed((cols,), 0 if v < 0.85 else rng.randint(1, 7))[1].copy_(values)
+        w, b = params["weight"], params["bias"]
+        obuf, out = placed((rows, cols), out_at)
+        case = (f"seed {seed}: {rows} x {cols}, method {method}, x at {x_at}, out at {out_at}, weight "
+                f"{None if w is None else w.data_ptr() % 16}, bias {None if b is None else b.data_ptr() % 16}"
+                f" (bytes past 16), values {scale} N + {shift}, far first {far}")
+        ops.layer_norm_out(x, w, b, OP.eps, method, out)
+        assert torch.isnan(obuf[:out_at]).all() and torch.isnan(obuf[out_at + out.numel():]).all(), case
+        assert out[nan_row].isnan().all(), f"{case}: the NaN row"
+        wr = torch.ones(cols, device="cuda", dtype=dtype) if w is None else w
+        br = torch.zeros(cols, device="cuda", dtype=dtype) if b is None else b
+        if const_row != nan_row:
+            assert torch.equal(out[const_row], br), f"{case}: the constant row"
+        step = max(1, 2**22 // cols)  # the float64 reference a slice of rows at a time
+        for r in range(0, rows, step):
+            k = keep[r:r + step]
+            OP.check(out[r:r + step][k], reference.layer_norm(x[r:r + step][k], wr, br, OP.eps), dtype, case)
