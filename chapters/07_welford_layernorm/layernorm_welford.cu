@@ -1866,41 +1866,20 @@ __device__ __forceinline__ float element_at_head(const uint32_t (&a)[4], const u
 // thread (kFromNextLane), one 16-byte load a vector and the rest from the next lane
 // (next_words). What these loads cost is their number: with the head forced to 0 (one
 // aligned load a vector, wrong weights, timing only) the pieces' form ran 1.025-1.094
-// times as fast at 4,097 to 16,383 halves, and under ncu its L1 took 2.4 times the load
-// requests and sectors (12,289 and 16,383 halves; H200s, book/results.md). Against
-// layernorm_shifted_wb_kernel (a persistent block a row class, weight and bias shifted
-// into shared memory, Chan's merge of all threads in two reductions), H200s, 30 paired
-// rounds, 256 MiB: 1.00-1.12 times as fast at 4,097 to 16,383 halves in blocks of 128
-// and 256 threads (89.5-98.1% of a copy against 82.8-92.2%); numbers in book/layernorm-notes.md.
-// Method 0 only, as the shifted kernel.
+// times as fast. Against layernorm_shifted_wb_kernel (a persistent block a row class,
+// weight and bias shifted into shared memory): 1.00-1.12 times as fast at 4,097 to
+// 16,383 halves in blocks of 128 and 256 threads on H200s. Method 0 only, as the
+// shifted kernel.
 // Its blocks per SM: as the block kernels' that read weight and bias in order (768
-// threads at 80 registers from 6 vectors a thread), but the short rows' shapes take
-// 1,152 threads at 56 registers (below), and blocks of 256 threads x 7 and 8 vectors
-// (rows of 1,537 to 2,048 vectors) take 1,024 threads at 64 registers, without a spill.
-// To fit, 256 x 8 and bf16 256 x 7 read each slot's weight and bias at that slot, not a
-// slot ahead, and count their slots as slot_map does (kAtSlot); fp16 256 x 7 fits as it
-// is. bf16 256 x 7 spilled 32-44 bytes without that, rows of 6 vectors 44 (bf16) and 92
-// (fp16). Against 768 threads at 80 registers (H200s, 256 MiB, 30 paired rounds;
-// outputs bit for bit the same), at odd lengths: fp16 256 x 7 1.009-1.051 times as fast
-// at 12,297 to 14,335 halves (…5169, …8715, …9131, …7716; 91.6-93.5% -> 95.2-96.8% of
-// the copy at 12,297 to 13,001), bf16 256 x 7 1.021-1.052 at 12,501 to 14,001 (…7716,
-// 89.5-91.8% -> 93.4-93.7%), 256 x 8 1.013-1.050 at 14,345 to 16,383 (…0149, …7716;
-// 88.1-91.3% -> 92.3-93.6%). Even lengths and aligned rows tied (0.990-1.013 at 12,500
-// to 16,376). fp16 128 x 7, which fits without a spill too, tied (0.99-1.01) and keeps
-// 768.
-// The short rows' shapes, 64 x 3, 64 x 4 and 128 x 3 (1,288 to 2,055 and 2,568 to 3,079
-// halves), take 1,152 threads an SM at 56 registers (kShortRowShape), without a spill
-// once bf16 rows of 3 vectors load each slot's bias at that slot. Against 1,024 threads
-// at 64 registers (H200s …0182 and …0285, 256 MiB, 30 paired rounds; outputs bit for
-// bit the same), fp16 / bf16: 1,300 1.023-1.027 / 1.032, 1,537 1.034-1.044 / 1.021,
-// 1,700 1.026-1.029 / 1.026-1.036, 1,801 1.017-1.020 / 1.027-1.030, 3,001 1.037-1.051 /
-// 1.041, 3,079 1.040 / 1.036 (bf16 rows of 3 vectors as kept on …0285 alone: on …0182,
-// bias a slot ahead and 4 bytes spilled, 1.017-1.027), and 1,288, 2,050, 2,055 and
-// 2,600 0.994-1.019. At 48 registers (1,280 threads) ptxas spilled 16-104 bytes and
-// they took 0.75-1.005 of the speed (…1530); 64 x 5 spilled at 56 too (16-56 bytes) and
-// lost (0.87-0.97), and keeps 1,024. Under ncu (base clocks, …1530) rows of 1,300
-// halves kept the schedulers issuing in 80% of cycles with 44% of the SM's warps
-// active, where the block kernel's aligned 1,304 issued in 88% with 57%.
+// threads at 80 registers from 6 vectors a thread), but the short rows' shapes, 64 x 3,
+// 64 x 4 and 128 x 3 (1,288 to 2,055 and 2,568 to 3,079 halves), take 1,152 threads at
+// 56 registers (kShortRowShape; bf16 rows of 3 vectors load each slot's bias at that
+// slot, so as not to spill), and blocks of 256 threads x 7 and 8 vectors (rows of 1,537
+// to 2,048 vectors) 1,024 threads at 64 registers: to fit, 256 x 8 and bf16 256 x 7 read
+// each slot's weight and bias at that slot, not a slot ahead, and count their slots as
+// slot_map does (kAtSlot). fp16 128 x 7 keeps 768.
+// The measurements behind these choices: book/layernorm-notes.md, section
+// layernorm_offset_wb_kernel.
 template <typename T, int THREADS, int VPT>
 constexpr bool kAtSlot = THREADS == 256 && (VPT == 8 || (VPT == 7 && std::is_same_v<T, __nv_bfloat16>));
 
@@ -2615,28 +2594,16 @@ bool even_heads(const Launch<T>& l) {
 // as shifted floats (kLate), 16-bit vector by vector (kInOrder; from 6 vectors
 // 768 threads an SM, 80 registers: at 64, 6 and 7 spilled, and bf16 8 spilled
 // at 80). Welford's kernels only: methods 1 and 2, the notebook's comparisons,
-// keep the general kernels at these lengths. Numbers in book/layernorm-notes.md.
+// keep the general kernels at these lengths.
 // SHIFTED: rows whose length is not a multiple of the vector, nvec = cols / N
 // (16-bit: layernorm_shifted_wb_kernel; fp32: layernorm_funnel_wb_kernel),
 // rather than aligned rows.
-// Aligned rows on a GPU like the H200 take those rows' kernels at some shapes (every
-// row's head 0), where they measured faster than this kernel (H200 …7917, 256 MiB, 30
-// paired rounds; not for their slots counted from the row's 512-byte group alone: this
-// kernel counting its slots so took 0.87-1.01 of its speed, …2234): 16-bit rows from
-// 513 vectors in blocks of 128 and 256 threads (the offset kernel; 1.01-1.08 times as
-// fast at 4,104 to 16,376 halves, 0.95 fp16 and 1.02 bf16 at 7,000 in 128 x 7, which
-// fp16 keeps) and fp32 rows at 512 x 5 (the funnel kernel; 1.02-1.06 at 8,196 to
-// 10,000 floats) and, since it loads weight and bias two slots at a time, 512 x 6
-// (H200 …1024, copy 3,969-4,016 GB/s: 11,000 floats 1.026, 94.7% -> 97.1% of the
-// copy; 12,000 1.014; 512 x 7 tied, 1.000-1.001, and 512 x 8 lost, 0.972-0.975; as
-// built, …3433, copy 3,942-4,019 GB/s: 10,500 1.039, 92.6% -> 96.2%; 11,000 1.022,
-// 95.4% -> 97.9%; 12,000 1.012; 12,288, which fills 512 x 6, 0.998). Not taken elsewhere: 16-bit rows of 161 to 512 vectors 0.91-1.03
-// (fp16 at most 1.007), fp32 rows in other shapes 0.97-1.00. Since 64 x 3 and 64 x 4
-// run 1,152 threads an SM (kShortRowShape), bf16 rows of 161 to 255 vectors take them
-// too, but for 192 (a full 64 x 3, where the block kernel reads no slot past the row):
-// 1.020-1.053 times as fast at 1,288 to 1,600 halves (92.0-97.8% -> 95.1-99.6% of the
-// copy), 1.002-1.009 at 1,800 to 2,040, 1.005 at 1,536 (not taken; H200 …0473, 256
-// MiB, 30 paired rounds). fp16 rows keep the block kernel: 0.994-1.014 (…6385).
+// Aligned rows on a GPU like the H200 take those rows' kernels at the shapes where they
+// measured faster than this kernel (every row's head 0): 16-bit rows from 513 vectors in
+// blocks of 128 and 256 threads (the offset kernel), but fp16 at 128 x 7; fp32 rows at
+// 512 x 5 and 512 x 6 (the funnel kernel); bf16 rows of 161 to 255 vectors but 192, in
+// 64 x 3 and 64 x 4 (the offset kernel). The measurements: book/layernorm-notes.md,
+// section launch_shaped_block.
 template <typename T, int THREADS, int VPT, int MAX_VPT, bool SHIFTED>
 cudaError_t launch_shaped_block(const Launch<T>& l, int64_t nvec) {
   constexpr WbLoad WB = sizeof(T) == 4 ? WbLoad::kLate : WbLoad::kInOrder;
