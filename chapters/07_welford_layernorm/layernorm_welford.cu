@@ -2770,8 +2770,8 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
 // fit at once; for rows of a warp each (WARP_ROWS), enough blocks that each warp
 // takes two rows of its class. A persistent grid waits for its slowest SM (see
 // book/layernorm-notes.md, launch_rows); blocks of 128 threads whose weight and
-// bias are a few KB refill the SMs as they free. Rows a warp each, 256 MiB, 40 paired rounds, persistent
-// time over two rows a warp: H100 (…6072) 1.024-1.065 at 1,033, 1,100, 1,300,
+// bias are a few KB refill the SMs as they free. Rows a warp each, 256 MiB, 40
+// paired rounds, persistent time over two rows a warp: H100 (…6072) 1.024-1.065 at 1,033, 1,100, 1,300,
 // 1,537, 1,801 and 2,047 halves, fp16 and bf16, 90.0-93.1% -> 92.7-96.9% of a
 // copy (2,863-2,872 GB/s); H200 (…8036) 1.058 at fp16 1,033 (90.7% -> 95.9%) and
 // 1.021 at bf16 2,047 (88.6% -> 90.4%; copy 3,939-3,942 GB/s). Four rows a warp
