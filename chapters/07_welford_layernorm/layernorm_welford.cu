@@ -290,26 +290,8 @@ __device__ __forceinline__ Pack<T, N> constant_pack(float v) {  // N copies of v
 // 4-byte loads: go through uint4 so the compiler emits LDG.128 / STG.128; the
 // bit copy (memcpy) stays in registers.
 // No cache policy, but in some block kernels of affine_row (see
-// load_vec_keep_in_l2). Chapter 08 loads x with an L2 evict_last policy on an H200,
-// where it made RMSNorm 1-1.7% faster. Here the same policy on every 16-byte load
-// (H200, 256 MiB, 30 paired rounds, plain time over hinted): fp16 4,096 columns
-// 1.016 (interval 1.009-1.023), fp32 128 0.988 (0.984-0.997), and ties (0.991-
-// 1.005) at fp16/bf16 128, bf16 1,024, fp16/bf16/fp32 16,384 and fp32 4,096;
-// torch.compile stayed ahead at 16-bit 128 columns (0.977-0.982). Not kept. Nor
-// the policy on x alone in the kernels that load weight and bias early (H200, 40
-// rounds, same ratio): 16,384 columns fp32 1.000, fp16 1.005, bf16 1.009; 4,096
-// floats 0.993, halves 1.009; 8,192 floats 1.011; 1,024 halves 0.999.
-// On a later H200 (2026-11-24, 30 rounds) the fp32 block kernels with that
-// policy on x, plain time over hinted: 4,096 floats 1.011 [1.006, 1.019] and
-// 1.004 at 256 MiB, 1.032 at 1 GiB (where torch.compile, whose kernel loads x
-// with it, is 1.031 ahead of the plain kernel); 8,192 floats 1.005; 16,384
-// floats 1.004; with weight and bias hinted too 1.009-1.013 at 256 MiB and
-// 1.034 at 1 GiB. Earlier H200s had measured 0.993 at 4,096 floats, and chapter
-// 08 measured the policy 1.4-2.5% slower on an H100; three more H200s measured
-// the gain again (kKeepX), and those kernels now take it there (keep_x_in_l2).
-// With the bench's flush fixed, 16-bit rows of 8,192 and 16,384 measured it
-// faster on an H100 too, and take it on every GPU (moves_past_l2; numbers at
-// kInOrder).
+// load_vec_keep_in_l2). Where the policy is not taken, it measured ties or mixed
+// results: book/layernorm-notes.md, section load_vec.
 template <typename P>
 __device__ __forceinline__ P load_vec(const P* src) {
   if constexpr (sizeof(P) == 16) {
@@ -2214,28 +2196,12 @@ layernorm_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
 // Many rows of 257 to 2,048 aligned 16-byte vectors (fp32 1,028 to 4,096
 // columns, fp16/bf16 2,056 to 16,384): two rows per block, the same columns in
 // the same thread, THREADS x VPT vectors a row. Each weight and bias vector is
-// then loaded and converted once for two rows. H200, 256 MiB, % of a copy in
-// the same rounds, one row against two per block: bf16 4,096 columns 93.5 ->
-// 96.2, bf16 8,192 89.4 -> 95.2, fp16 16,384 91.6 -> 93.6, fp32 4,096 96.6 ->
-// 98.0; fp16 4,096 96.6 -> 96.1, within the rounds' spread. Another run: fp32
-// 1,028 85.8 -> 95.1, fp32 2,048 95.3 -> 96.7, fp16 4,096 95.3 -> 96.8; fp16
-// and bf16 at 2,056 columns 71 -> 83 (257 vectors in 128 x 4 slots, most
-// threads holding 2 of their 4: that length stays short). Its statistics are
-// the block kernel's, row after row; a block whose second row is past the end
-// computes a copy of its first and stores it once. Merging the two rows in one
-// reduction instead (both chains of shuffles side by side, one barrier) moved
-// the H200's 256 MiB cases by +0.3 to +0.8 points (fp16 8,192 columns 94.6 ->
-// 95.4, 16,384 92.8 -> 93.5; fp32 4,096 97.6 -> 97.2), no more than the fp32
-// 16,384-column kernel, unchanged, moved in the same rounds (+0.4): not kept.
-// fp32 rows of 1,025 to 2,048 vectors (4,100 to 8,192 columns) take a block
-// each instead, 512 x 4 held to 40 registers so that three fit per SM
-// (kDenseFp32): 256 MiB, % of a copy in the same rounds, fp32 8,192 columns,
-// row pairs -> this (Liger, torch.compile): H100 97.7 -> 99.7 (99.0, 96.6);
-// H200 95.5 -> 96.4; in the H100 ladder at ec11d05, 99.4 against Liger's 99.6,
-// inside the rounds' spread (1.4-1.7%). 16-bit rows keep the pairs: at 40
-// registers fp16 spills about 100 bytes and bf16 gained nothing (16,384
-// columns, 91.9 against 92.2), and one row per block at 64 registers lost
-// (fp16 16,384: 256 x 8 90.9, 512 x 4 91.5, against 92.8; H200).
+// then loaded and converted once for two rows. Its statistics are the block
+// kernel's, row after row; a block whose second row is past the end computes a
+// copy of its first and stores it once. fp32 rows of 1,025 to 2,048 vectors
+// (4,100 to 8,192 columns) take a block each instead, 512 x 4 held to 40
+// registers so that three fit per SM (kDenseFp32); 16-bit rows keep the pairs.
+// The measurements: book/layernorm-notes.md, section layernorm_row_pair_kernel.
 template <typename T, int N, int THREADS, int VPT>
 __global__ void __launch_bounds__(THREADS, 1024 / THREADS)
 layernorm_row_pair_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
@@ -2770,20 +2736,9 @@ cudaError_t launch_shaped(const Launch<T>& l, int64_t nvec) {
 // fit at once; for rows of a warp each (WARP_ROWS), enough blocks that each warp
 // takes two rows of its class. A persistent grid waits for its slowest SM (see
 // book/layernorm-notes.md, launch_rows); blocks of 128 threads whose weight and
-// bias are a few KB refill the SMs as they free. Rows a warp each, 256 MiB, 40
-// paired rounds, persistent time over two rows a warp: H100 (…6072) 1.024-1.065 at 1,033, 1,100, 1,300,
-// 1,537, 1,801 and 2,047 halves, fp16 and bf16, 90.0-93.1% -> 92.7-96.9% of a
-// copy (2,863-2,872 GB/s); H200 (…8036) 1.058 at fp16 1,033 (90.7% -> 95.9%) and
-// 1.021 at bf16 2,047 (88.6% -> 90.4%; copy 3,939-3,942 GB/s). Four rows a warp
-// measured 1.013-1.033 (H100) and 1.008-1.036 (H200), 8 and 16 0.83-1.01. For
-// rows of a block each, 2 to 16 rows a block lost to the persistent grid
-// (0.89-1.00 at 3,001, 8,191, 10,001 and 12,289 halves, H200 …8036). Against
-// two rows a warp in blocks of 128 (H200 …2800, …5859, 40 rounds, 1,033 to 2,047
-// halves): one row a warp 0.941-0.981, blocks of 256 or 512 ties (0.994-1.007),
-// 256 with one row a warp 0.947-0.980. Nor (H200s, book/results.md): each row's
-// body brought into shared memory a row ahead by a bulk copy (0.88-1.06); weight
-// and bias shifted once a launch into global memory for a row kernel that is not
-// persistent (0.70-1.01); one chain of butterflies for the merge (0.86-1.06). The
+// bias are a few KB refill the SMs as they free. Why two rows a warp, and the
+// persistent grid for rows of a block each, with the forms that lost:
+// book/layernorm-notes.md, section layernorm_shifted_wb_kernel's grid. The
 // attribute (and for the persistent grid the occupancy) is asked at each launch:
 // this path only takes launches that move more than the L2.
 // The shape slot_map assumes: a row's body, whatever its head (at most N - 1
