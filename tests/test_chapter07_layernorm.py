@@ -38,36 +38,45 @@ def spread_rows(rows, cols, dtype, method):
     return x.to(dtype)
 
 
-def check_weight_and_bias_cases(ops, x, method, label, out_start=None, nan_row=None, wb_start=None):
+def placed(values, start):
+    """A NaN-filled buffer with `values` copied `start` elements into it and 8 more
+    elements after them, and that view of it."""
+    buf = torch.full((values.numel() + start + 8,), math.nan, device=values.device, dtype=values.dtype)
+    return buf, buf[start:start + values.numel()].view(values.shape).copy_(values)
+
+
+def check_weight_and_bias_cases(ops, x, method, label, out_start=None, nan_row=None, wb_start=None,
+                                const_row=None):
     """x's rows normalized into a NaN-filled out with weight and bias both, weight
-    alone, and neither, each against the float64 reference. out_start: out is a
-    view that many elements into its buffer (else a fresh tensor). nan_row: a row
-    of x holding a NaN, which must come out all NaN, the other rows untouched.
-    wb_start: weight and bias are views that many elements into their buffers."""
+    alone, and neither, each against the float64 reference; nothing written around
+    out. out_start: out is a view that many elements into its buffer (else a fresh
+    tensor). nan_row: a row of x holding a NaN, which must come out all NaN, the other
+    rows untouched. wb_start: weight and bias are views that many elements into their
+    buffers. const_row: a constant row of x, whose output must be the bias exactly."""
     rows, cols = x.shape
     dtype = x.dtype
 
-    def placed(t):
-        if wb_start is None:
-            return t
-        view = torch.empty(cols + wb_start, device=x.device, dtype=dtype)[wb_start:]
-        return view.copy_(t)
+    def at_start(t):
+        return t if wb_start is None else placed(t, wb_start)[1]
 
-    w = placed((torch.rand(cols, device=x.device) + 0.5).to(dtype))
-    b = placed(torch.randn(cols, device=x.device).to(dtype))
+    w = at_start((torch.rand(cols, device=x.device) + 0.5).to(dtype))
+    b = at_start(torch.randn(cols, device=x.device).to(dtype))
     ones, zeros = torch.ones_like(w), torch.zeros_like(b)
-    if out_start is None:
-        out = torch.empty_like(x)
-    else:
-        out = torch.empty(rows * cols + out_start, device=x.device, dtype=dtype)[out_start:].view(rows, cols)
-    keep = [r for r in range(rows) if r != nan_row]
+    start = out_start or 0
+    obuf, out = placed(torch.empty_like(x), start)
+    keep = torch.ones(rows, dtype=torch.bool, device=x.device)  # a mask: rows can number millions
+    if nan_row is not None:
+        keep[nan_row] = False
     for wt, bt, rw, rb in ((w, b, w, b), (w, None, w, zeros), (None, None, ones, zeros)):
+        what = f"{label}, weight {wt is not None}, bias {bt is not None}"
         out.fill_(float("nan"))
         ops.layer_norm_out(x, wt, bt, OP.eps, method, out)
+        assert obuf[:start].isnan().all() and obuf[start + out.numel():].isnan().all(), f"{what}: wrote outside out"
         if nan_row is not None:
-            assert out[nan_row].isnan().all(), f"{label}: the NaN row"
-        OP.check(out[keep], reference.layer_norm(x[keep], rw, rb, OP.eps), dtype,
-                 f"{label}, weight {wt is not None}, bias {bt is not None}")
+            assert out[nan_row].isnan().all(), f"{what}: the NaN row"
+        if const_row is not None and const_row != nan_row:
+            assert torch.equal(out[const_row], rb), f"{what}: the constant row"
+        OP.check(out[keep], reference.layer_norm(x[keep], rw, rb, OP.eps), dtype, what)
 
 
 def check_rows_past_the_l2(ops, cols, dtype, method):
@@ -428,60 +437,36 @@ def test_random_cases_against_float64(ops, dtype):
     # 1,024 to 16,384, a quarter shorter, a quarter up to 70,000. Rows: enough to move
     # more than the L2 (where the kernels shaped to the row, on and off the vector
     # boundary, take over) or 1 to 3,000. x and out 0 to 7 elements into their buffers,
-    # out at x's offset or not; weight and bias each aligned, 1 to 7 elements in, or
-    # absent. Values N(0, s^2) plus up to 1e4 (fp32) or 100; some fp32 rows with x[0]
-    # far from the rest (the stage only: two-pass keeps the shift's limit), a constant
-    # row (its output must be the bias) and a NaN row (the others untouched).
+    # out at x's offset or not; weight and bias aligned or 1 to 7 elements in, through
+    # check_weight_and_bias_cases. Values N(0, s^2) plus up to 1e4 (fp32) or 100; some
+    # fp32 launches of rows whose x[0] lies far from the rest (far_first_rows; the stage
+    # only: two-pass keeps the shift's limit), a constant row and a NaN row.
     seed = random.randrange(2**32)
     rng = random.Random(seed)
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    esize, l2 = dtype.itemsize, bench.l2_bytes()
+    torch.manual_seed(seed)
+    l2 = bench.l2_bytes()
 
     def log_uniform(lo, hi):
         return int(math.exp(rng.uniform(math.log(lo), math.log(hi + 1))))
 
-    def placed(shape, start):  # a NaN-filled buffer and the view `start` elements into it
-        buf = torch.full((math.prod(shape) + start + 8,), math.nan, device="cuda", dtype=dtype)
-        return buf, buf[start:start + math.prod(shape)].view(shape)
-
     for _ in range(24):
         u = rng.random()
         cols = log_uniform(1024, 16384) if u < 0.5 else log_uniform(1, 1023) if u < 0.75 else log_uniform(16385, 70000)
-        rows = l2 // (2 * esize * cols) + rng.randint(1, 300) if rng.random() < 0.6 else log_uniform(1, 3000)
+        rows = l2 // (2 * dtype.itemsize * cols) + rng.randint(1, 300) if rng.random() < 0.6 else log_uniform(1, 3000)
         rows = max(1, min(rows, 2**25 // cols))
         method = rng.choice(STABLE)
         x_at = rng.randint(0, 7)
         out_at = x_at if rng.random() < 0.6 else rng.randint(0, 7)
+        wb_at = None if rng.random() < 0.7 else rng.randint(1, 7)
         shift = rng.choice([0.0, 1e2, 1e3, 1e4] if dtype == torch.float32 else [0.0, 10.0, 100.0])
         scale = rng.choice([0.01, 1.0, 100.0])
-        x = torch.randn(rows, cols, device="cuda", generator=gen) * scale + shift
         far = dtype == torch.float32 and method == STAGE.variant("welford") and rng.random() < 0.3
-        if far:
-            x[::3, 0] = shift + scale * rng.choice([-1.0, 1.0]) * 10 ** rng.uniform(2, 4)
+        x = (far_first_rows(rows, cols, torch.float32) if far else torch.randn(rows, cols, device="cuda")) * scale
+        x += shift
         const_row, nan_row = rng.randrange(rows), rng.randrange(rows)
         x[const_row] = shift + 1.25
         x[nan_row, rng.randrange(cols)] = math.nan
-        keep = torch.ones(rows, dtype=torch.bool, device="cuda")
-        keep[nan_row] = False
-        x = placed(x.shape, x_at)[1].copy_(x)
-        params = {}
-        for name, values in (("weight", torch.rand(cols, device="cuda", generator=gen) + 0.5),
-                             ("bias", torch.randn(cols, device="cuda", generator=gen))):
-            v = rng.random()
-            params[name] = None if v < 0.15 else placed((cols,), 0 if v < 0.85 else rng.randint(1, 7))[1].copy_(values)
-        w, b = params["weight"], params["bias"]
-        obuf, out = placed((rows, cols), out_at)
-        case = (f"seed {seed}: {rows} x {cols}, method {method}, x at {x_at}, out at {out_at}, weight "
-                f"{None if w is None else w.data_ptr() % 16}, bias {None if b is None else b.data_ptr() % 16}"
-                f" (bytes past 16), values {scale} N + {shift}, far first {far}")
-        ops.layer_norm_out(x, w, b, OP.eps, method, out)
-        assert torch.isnan(obuf[:out_at]).all() and torch.isnan(obuf[out_at + out.numel():]).all(), case
-        assert out[nan_row].isnan().all(), f"{case}: the NaN row"
-        wr = torch.ones(cols, device="cuda", dtype=dtype) if w is None else w
-        br = torch.zeros(cols, device="cuda", dtype=dtype) if b is None else b
-        if const_row != nan_row:
-            assert torch.equal(out[const_row], br), f"{case}: the constant row"
-        step = max(1, 2**22 // cols)  # the float64 reference a slice of rows at a time
-        for r in range(0, rows, step):
-            k = keep[r:r + step]
-            OP.check(out[r:r + step][k], reference.layer_norm(x[r:r + step][k], wr, br, OP.eps), dtype, case)
+        x = placed(x.to(dtype), x_at)[1]
+        case = (f"seed {seed}: {rows} x {cols}, method {method}, x at {x_at}, out at {out_at}, weight and bias "
+                f"at {wb_at}, values {scale} N + {shift}, far first {far}")
+        check_weight_and_bias_cases(ops, x, method, case, out_at, nan_row, wb_at, const_row)
