@@ -38,19 +38,25 @@ def spread_rows(rows, cols, dtype, method):
     return x.to(dtype)
 
 
+def nan_view(like, start):
+    """A NaN-filled buffer with room for `like` `start` elements into it and 8 more
+    elements after it, and the view of it there (shape, dtype and device of `like`)."""
+    buf = torch.full((like.numel() + start + 8,), math.nan, device=like.device, dtype=like.dtype)
+    return buf, buf[start:start + like.numel()].view(like.shape)
+
+
 def placed(values, start):
-    """A NaN-filled buffer with `values` copied `start` elements into it and 8 more
-    elements after them, and that view of it."""
-    buf = torch.full((values.numel() + start + 8,), math.nan, device=values.device, dtype=values.dtype)
-    return buf, buf[start:start + values.numel()].view(values.shape).copy_(values)
+    """nan_view's buffer and view, with `values` copied into the view."""
+    buf, view = nan_view(values, start)
+    return buf, view.copy_(values)
 
 
 def check_weight_and_bias_cases(ops, x, method, label, out_start=None, nan_row=None, wb_start=None,
                                 const_row=None):
     """x's rows normalized into a NaN-filled out with weight and bias both, weight
     alone, and neither, each against the float64 reference; nothing written around
-    out. out_start: out is a view that many elements into its buffer (else a fresh
-    tensor). nan_row: a row of x holding a NaN, which must come out all NaN, the other
+    out. out_start: out is a view that many elements into its buffer (else at its
+    start). nan_row: a row of x holding a NaN, which must come out all NaN, the other
     rows untouched. wb_start: weight and bias are views that many elements into their
     buffers. const_row: a constant row of x, whose output must be the bias exactly."""
     rows, cols = x.shape
@@ -63,7 +69,7 @@ def check_weight_and_bias_cases(ops, x, method, label, out_start=None, nan_row=N
     b = at_start(torch.randn(cols, device=x.device).to(dtype))
     ones, zeros = torch.ones_like(w), torch.zeros_like(b)
     start = out_start or 0
-    obuf, out = placed(torch.empty_like(x), start)
+    obuf, out = nan_view(x, start)
     keep = torch.ones(rows, dtype=torch.bool, device=x.device)  # a mask: rows can number millions
     if nan_row is not None:
         keep[nan_row] = False
