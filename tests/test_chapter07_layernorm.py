@@ -51,14 +51,14 @@ def placed(values, start):
     return buf, view.copy_(values)
 
 
-def check_weight_and_bias_cases(ops, x, method, label, out_start=None, nan_row=None, wb_start=None,
+def check_weight_and_bias_cases(ops, x, method, label, out_start=0, nan_row=None, wb_start=None,
                                 const_row=None):
     """x's rows normalized into a NaN-filled out with weight and bias both, weight
     alone, and neither, each against the float64 reference; nothing written around
-    out. out_start: out is a view that many elements into its buffer (else at its
-    start). nan_row: a row of x holding a NaN, which must come out all NaN, the other
-    rows untouched. wb_start: weight and bias are views that many elements into their
-    buffers. const_row: a constant row of x, whose output must be the bias exactly."""
+    out. out_start: out is a view that many elements into its buffer. nan_row: a row
+    of x holding a NaN, which must come out all NaN, the other rows untouched.
+    wb_start: weight and bias are views that many elements into their buffers.
+    const_row: a constant row of x, whose output must be the bias exactly."""
     rows, cols = x.shape
     dtype = x.dtype
 
@@ -68,8 +68,7 @@ def check_weight_and_bias_cases(ops, x, method, label, out_start=None, nan_row=N
     w = at_start((torch.rand(cols, device=x.device) + 0.5).to(dtype))
     b = at_start(torch.randn(cols, device=x.device).to(dtype))
     ones, zeros = torch.ones_like(w), torch.zeros_like(b)
-    start = out_start or 0
-    obuf, out = nan_view(x, start)
+    obuf, out = nan_view(x, out_start)
     keep = torch.ones(rows, dtype=torch.bool, device=x.device)  # a mask: rows can number millions
     if nan_row is not None:
         keep[nan_row] = False
@@ -77,7 +76,8 @@ def check_weight_and_bias_cases(ops, x, method, label, out_start=None, nan_row=N
         what = f"{label}, weight {wt is not None}, bias {bt is not None}"
         out.fill_(float("nan"))
         ops.layer_norm_out(x, wt, bt, OP.eps, method, out)
-        assert obuf[:start].isnan().all() and obuf[start + out.numel():].isnan().all(), f"{what}: wrote outside out"
+        assert obuf[:out_start].isnan().all() and obuf[out_start + out.numel():].isnan().all(), \
+            f"{what}: wrote outside out"
         if nan_row is not None:
             assert out[nan_row].isnan().all(), f"{what}: the NaN row"
         if const_row is not None and const_row != nan_row:
@@ -298,8 +298,7 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
         check_rows_past_the_l2(ops, cols, dtype, method)
     cols = 500 * vec
     rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
-    x = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[1:].view(rows, cols)
-    x.copy_(spread_rows(rows, cols, dtype, method))
+    x = placed(spread_rows(rows, cols, dtype, method), 1)[1]
     check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}, one element in", out_start=1)
     # Weight and bias one element into their buffers, so not on a 16-byte boundary:
     # the kernels that read them in aligned pieces (layernorm_offset_wb_kernel,
@@ -430,10 +429,9 @@ def test_rows_whose_first_element_is_far_from_the_rest(ops, dtype):
     cases += [(300, 6000), (4, 40000), (3, 65537)]
     for rows, cols in cases:
         check_weight_and_bias_cases(ops, far_first_rows(rows, cols, dtype), method, f"{rows} x {cols}")
-    for out_start in (1, None):
+    for out_start in (1, 0):
         rows, cols = 300, 2000
-        x = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[1:].view(rows, cols)
-        x.copy_(far_first_rows(rows, cols, dtype))
+        x = placed(far_first_rows(rows, cols, dtype), 1)[1]
         check_weight_and_bias_cases(ops, x, method, f"{rows} x {cols}, one element in, out at {out_start}", out_start)
 
 
