@@ -51,28 +51,28 @@ def placed(values, start):
     return buf, view.copy_(values)
 
 
-def check_weight_and_bias_cases(ops, x, method, label, out_start=0, nan_row=None, wb_start=None,
+def check_weight_and_bias_cases(ops, x, method, label, out_start=0, nan_row=None, w_start=None, b_start=None,
                                 const_row=None):
-    """x's rows normalized into a NaN-filled out with weight and bias both, weight
+    """x's rows normalized into a NaN-filled out with weight and bias both, each
     alone, and neither, each against the float64 reference; nothing written around
     out. out_start: out is a view that many elements into its buffer. nan_row: a row
     of x holding a NaN, which must come out all NaN, the other rows untouched.
-    wb_start: weight and bias are views that many elements into their buffers.
+    w_start, b_start: weight, bias is a view that many elements into its buffer.
     const_row: a constant row of x, whose output must be the bias exactly."""
     rows, cols = x.shape
     dtype = x.dtype
 
-    def at_start(t):
-        return t if wb_start is None else placed(t, wb_start)[1]
+    def at_start(t, start):
+        return t if start is None else placed(t, start)[1]
 
-    w = at_start((torch.rand(cols, device=x.device) + 0.5).to(dtype))
-    b = at_start(torch.randn(cols, device=x.device).to(dtype))
+    w = at_start((torch.rand(cols, device=x.device) + 0.5).to(dtype), w_start)
+    b = at_start(torch.randn(cols, device=x.device).to(dtype), b_start)
     ones, zeros = torch.ones_like(w), torch.zeros_like(b)
     obuf, out = nan_view(x, out_start)
     keep = torch.ones(rows, dtype=torch.bool, device=x.device)  # a mask: rows can number millions
     if nan_row is not None:
         keep[nan_row] = False
-    for wt, bt, rw, rb in ((w, b, w, b), (w, None, w, zeros), (None, None, ones, zeros)):
+    for wt, bt, rw, rb in ((w, b, w, b), (w, None, w, zeros), (None, b, ones, b), (None, None, ones, zeros)):
         what = f"{label}, weight {wt is not None}, bias {bt is not None}"
         out.fill_(float("nan"))
         ops.layer_norm_out(x, wt, bt, OP.eps, method, out)
@@ -306,7 +306,7 @@ def test_rows_off_the_vector_boundary_past_the_l2(ops, method, dtype):
     cols = 513 * vec + 1
     rows = bench.l2_bytes() // (2 * dtype.itemsize * cols) + 3
     check_weight_and_bias_cases(ops, spread_rows(rows, cols, dtype, method), method,
-                                f"{rows} x {cols}, weight and bias one element in", wb_start=1)
+                                f"{rows} x {cols}, weight and bias one element in", w_start=1, b_start=1)
 
 
 @pytest.mark.parametrize("method", [STAGE.variant("welford"), STAGE.variant("two-pass"), STAGE.variant("one-pass")])
@@ -441,7 +441,7 @@ def test_random_cases_against_float64(ops, dtype):
     # 1,024 to 16,384, a quarter shorter, a quarter up to 70,000. Rows: enough to move
     # more than the L2 (where the kernels shaped to the row, on and off the vector
     # boundary, take over) or 1 to 3,000. x and out 0 to 7 elements into their buffers,
-    # out at x's offset or not; weight and bias aligned or 1 to 7 elements in, through
+    # out at x's offset or not; weight and bias each aligned or 1 to 7 elements in, through
     # check_weight_and_bias_cases. Values N(0, s^2) plus up to 1e4 (fp32) or 100; some
     # fp32 launches of rows whose x[0] lies far from the rest (far_first_rows; the stage
     # only: two-pass keeps the shift's limit), a constant row and a NaN row.
@@ -461,7 +461,7 @@ def test_random_cases_against_float64(ops, dtype):
         method = rng.choice(STABLE)
         x_at = rng.randint(0, 7)
         out_at = x_at if rng.random() < 0.6 else rng.randint(0, 7)
-        wb_at = None if rng.random() < 0.7 else rng.randint(1, 7)
+        w_at, b_at = (None if rng.random() < 0.7 else rng.randint(1, 7) for _ in range(2))
         shift = rng.choice([0.0, 1e2, 1e3, 1e4] if dtype == torch.float32 else [0.0, 10.0, 100.0])
         scale = rng.choice([0.01, 1.0, 100.0])
         far = dtype == torch.float32 and method == STAGE.variant("welford") and rng.random() < 0.3
@@ -471,6 +471,6 @@ def test_random_cases_against_float64(ops, dtype):
         x[const_row] = shift + 1.25
         x[nan_row, rng.randrange(cols)] = math.nan
         x = placed(x.to(dtype), x_at)[1]
-        case = (f"seed {seed}: {rows} x {cols}, method {method}, x at {x_at}, out at {out_at}, weight and bias "
-                f"at {wb_at}, values {scale} N + {shift}, far first {far}")
-        check_weight_and_bias_cases(ops, x, method, case, out_at, nan_row, wb_at, const_row)
+        case = (f"seed {seed}: {rows} x {cols}, method {method}, x at {x_at}, out at {out_at}, weight at {w_at}, "
+                f"bias at {b_at}, values {scale} N + {shift}, far first {far}")
+        check_weight_and_bias_cases(ops, x, method, case, out_at, nan_row, w_at, b_at, const_row)
